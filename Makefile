@@ -1,0 +1,38 @@
+# Tandem's front door. `make test` and `make serve` work on a fresh Debian 12
+# machine: they install what they need (apt-get, as root, no prompt), build,
+# then test or serve.
+BUILD_DIR ?= build
+JOBS ?= $(shell nproc)
+CONFIG ?= configs/local.yaml
+
+# The exact Debian packages the build, the tests and the tools need.
+DEBIAN_PACKAGES := g++ cmake make pkg-config git \
+  libopenblas-dev libyaml-cpp-dev libboost-dev nlohmann-json3-dev libpcre2-dev \
+  libopenmpi-dev openmpi-bin libgtest-dev libgmock-dev libbenchmark-dev \
+  python3 python3-numpy python3-torch nodejs
+
+.PHONY: deps build test serve clean
+
+deps:
+	@missing=$$(for p in $(DEBIAN_PACKAGES); do \
+	    dpkg-query -W -f='$${Status}\n' $$p 2>/dev/null | grep -q "install ok installed" || echo $$p; \
+	  done); \
+	if [ -n "$$missing" ]; then \
+	  echo "make deps: installing $$missing"; \
+	  SUDO=$$( [ "$$(id -u)" = 0 ] || echo sudo ); \
+	  $$SUDO apt-get update -qq && \
+	  DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq --no-install-recommends $$missing >/dev/null; \
+	else echo "make deps: all Debian packages present"; fi
+
+build: deps
+	@cmake -S . -B $(BUILD_DIR) -DCMAKE_BUILD_TYPE=Release >/dev/null
+	@cmake --build $(BUILD_DIR) -j $(JOBS)
+
+test: build
+	@cd $(BUILD_DIR) && ctest --output-on-failure -j $(JOBS) --timeout 1500
+
+serve: build
+	@$(BUILD_DIR)/tandem serve --config $(CONFIG)
+
+clean:
+	rm -rf $(BUILD_DIR)

@@ -1,0 +1,72 @@
+#include "coordinator/cli/args.h"
+
+#include <cstdlib>
+
+#include "common/error.h"
+
+namespace tandem::cli {
+
+Args::Args(const std::vector<std::string>& argv, const std::set<std::string>& options,
+           const std::set<std::string>& flags) {
+  for (size_t i = 0; i < argv.size(); ++i) {
+    const std::string& word = argv[i];
+    if (word.rfind("--", 0) != 0) {
+      positional_.push_back(word);
+      continue;
+    }
+    std::string name = word.substr(2);
+    std::optional<std::string> value;
+    if (auto eq = name.find('='); eq != std::string::npos) {
+      value = name.substr(eq + 1);
+      name = name.substr(0, eq);
+    }
+    if (flags.count(name)) {
+      require(!value, ErrorKind::invalid_argument, "option --" + name + " takes no value");
+      values_[name] = "1";
+    } else if (options.count(name)) {
+      if (!value) {
+        require(i + 1 < argv.size(), ErrorKind::invalid_argument,
+                "option --" + name + " needs a value");
+        value = argv[++i];
+      }
+      values_[name] = *value;
+    } else {
+      throw Error(ErrorKind::invalid_argument,
+                  "unknown option --" + name + " (see `tandem help`)");
+    }
+  }
+}
+
+std::string Args::get(const std::string& name, const std::string& fallback) const {
+  auto it = values_.find(name);
+  return it == values_.end() ? fallback : it->second;
+}
+
+std::string Args::require(const std::string& name) const {
+  auto it = values_.find(name);
+  if (it == values_.end())
+    throw Error(ErrorKind::invalid_argument, "missing required option --" + name);
+  return it->second;
+}
+
+long Args::get_int(const std::string& name, long fallback) const {
+  if (!has(name)) return fallback;
+  const std::string text = get(name);
+  char* end = nullptr;
+  long value = std::strtol(text.c_str(), &end, 10);
+  if (text.empty() || *end != '\0')
+    throw Error(ErrorKind::invalid_argument, "--" + name + " wants an integer, got '" + text + "'");
+  return value;
+}
+
+double Args::get_double(const std::string& name, double fallback) const {
+  if (!has(name)) return fallback;
+  const std::string text = get(name);
+  char* end = nullptr;
+  double value = std::strtod(text.c_str(), &end);
+  if (text.empty() || *end != '\0')
+    throw Error(ErrorKind::invalid_argument, "--" + name + " wants a number, got '" + text + "'");
+  return value;
+}
+
+}  // namespace tandem::cli

@@ -1,0 +1,18 @@
+// The `tandem` subcommands. Each takes the words after its name and returns
+// the process exit code; errors are thrown as tandem::Error and reported by
+// main() in one place.
+#pragma once
+
+#include <string>
+#include <vector>
+
+namespace tandem::cli {
+
+using Words = std::vector<std::string>;
+
+int generate_command(const Words& args);  // generate_command.cpp
+int tokenize_command(const Words& args);  // tokenize_command.cpp
+int bench_command(const Words& args);     // bench_command.cpp
+int serve_command(const Words& args);     // serve_command.cpp
+
+}  // namespace tandem::cli

@@ -1,0 +1,51 @@
+// tandem: one binary for every role and tool. `tandem help` lists commands.
+#include <cstdio>
+#include <exception>
+#include <map>
+#include <string>
+
+#include "common/error.h"
+#include "coordinator/cli/commands.h"
+
+namespace {
+
+constexpr const char* kUsage = R"(usage: tandem <command> [options]
+
+commands:
+  serve     --config FILE            serve a YAML deployment (default configs/local.yaml)
+  generate  --model DIR --prompt T   stream a completion to stdout (plain decoding)
+  tokenize  --model DIR --text T     print token ids as JSON (--decode: ids -> text)
+  bench     forward --model DIR|--dummy CONFIG_JSON
+                                     decode and prefill throughput of one model
+  help                               this text
+)";
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  using namespace tandem::cli;
+  const std::map<std::string, int (*)(const Words&)> commands = {
+      {"serve", serve_command},
+      {"generate", generate_command},
+      {"tokenize", tokenize_command},
+      {"bench", bench_command},
+  };
+  if (argc < 2 || std::string(argv[1]) == "help" || std::string(argv[1]) == "--help") {
+    std::fputs(kUsage, argc < 2 ? stderr : stdout);
+    return argc < 2 ? 2 : 0;
+  }
+  auto it = commands.find(argv[1]);
+  if (it == commands.end()) {
+    std::fprintf(stderr, "tandem: unknown command '%s'\n\n%s", argv[1], kUsage);
+    return 2;
+  }
+  try {
+    return it->second(Words(argv + 2, argv + argc));
+  } catch (const tandem::Error& error) {
+    std::fprintf(stderr, "tandem %s: error: %s\n", argv[1], error.what());
+    return error.kind() == tandem::ErrorKind::invalid_argument ? 2 : 1;
+  } catch (const std::exception& error) {
+    std::fprintf(stderr, "tandem %s: internal error: %s\n", argv[1], error.what());
+    return 1;
+  }
+}

@@ -1,0 +1,133 @@
+// The Backend interface: every op the model runs, behind one virtual table.
+//
+// Implementations: kernels/cpu (OpenBLAS + C++, the reference) and, later,
+// kernels/cuda. Pointers passed to an op live in the backend's own memory
+// (host memory for the CPU backend, device memory for CUDA); metadata such as
+// positions, slot maps and block tables is always host memory.
+//
+// Dimension glossary used in every shape comment below:
+//   T  new tokens in the ragged batch (all sequences together)
+//   B  sequences in the batch
+//   C  hidden size          I  MLP intermediate size
+//   H  query heads          K  key/value heads (H % K == 0, GQA)
+//   D  head dimension       V  vocabulary size
+// Matrices are row-major. Weights follow Hugging Face's [out, in] layout.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <string>
+
+#include "kernels/sampling_params.h"
+
+namespace tandem {
+
+enum class BackendKind { cpu, cuda };
+
+const char* backend_name(BackendKind kind);
+
+// One layer's paged key/value storage as the attention op sees it.
+// k, v: (num_blocks, block_size, K, D). A token's "slot" is
+// block_index * block_size + offset_in_block.
+struct PagedKvView {
+  float* k = nullptr;
+  float* v = nullptr;
+  int num_blocks = 0;
+  int block_size = 0;
+  int kv_heads = 0;
+  int head_dim = 0;
+};
+
+// One sequence's share of a ragged batch.
+struct SequenceSlice {
+  int token_offset = 0;    // first row of this sequence in the (T, ...) buffers
+  int token_count = 0;     // its new tokens (1 for decode, γ+1 for verify, n for prefill)
+  int context_length = 0;  // cached tokens *including* the new ones
+  std::span<const int32_t> block_table;  // physical block of each logical block
+};
+
+// Backend-owned memory: move-only, freed by the backend that made it.
+class Buffer {
+ public:
+  using Deleter = void (*)(float*);
+  Buffer() = default;
+  Buffer(float* data, size_t size, Deleter deleter) : data_(data), size_(size), deleter_(deleter) {}
+  Buffer(Buffer&& other) noexcept { *this = std::move(other); }
+  Buffer& operator=(Buffer&& other) noexcept;
+  Buffer(const Buffer&) = delete;
+  Buffer& operator=(const Buffer&) = delete;
+  ~Buffer() { reset(); }
+
+  float* data() { return data_; }
+  const float* data() const { return data_; }
+  size_t size() const { return size_; }
+  bool empty() const { return size_ == 0; }
+  void reset();
+
+ private:
+  float* data_ = nullptr;
+  size_t size_ = 0;
+  Deleter deleter_ = nullptr;
+};
+
+class Backend {
+ public:
+  virtual ~Backend() = default;
+  virtual BackendKind kind() const = 0;
+
+  // ---- memory -------------------------------------------------------------
+  virtual Buffer allocate(size_t count) = 0;  // zero-filled floats
+  virtual void upload(std::span<const float> host, float* device) = 0;
+  virtual void download(const float* device, std::span<float> host) = 0;
+
+  // ---- model ops ----------------------------------------------------------
+  // out (T, C) = table[token_ids[t]]; table (V, C).
+  virtual void embedding(std::span<const int32_t> token_ids, const float* table, int C,
+                         float* out) = 0;
+
+  // out (T, C) = x / sqrt(mean(x^2) + eps) * weight; may alias x.
+  virtual void rmsnorm(const float* x, const float* weight, int T, int C, float eps,
+                       float* out) = 0;
+
+  // y (T, N) = x (T, Kin) · wᵀ + bias; w (N, Kin); bias (N) or nullptr.
+  virtual void matmul(const float* x, const float* w, const float* bias, int T, int Kin, int N,
+                      float* y) = 0;
+
+  // Rotary embedding, Hugging Face "rotate half" convention, in place.
+  // x (T, heads, D), row t at absolute position positions[t]; inv_freq (D/2).
+  virtual void rope(float* x, std::span<const int32_t> positions, int heads, int D,
+                    const float* inv_freq) = 0;
+
+  // Writes this step's keys and values into the paged cache.
+  // k, v (T, K*D); slots (T): destination slot of each row.
+  virtual void kv_write(const float* k, const float* v, std::span<const int32_t> slots,
+                        const PagedKvView& cache) = 0;
+
+  // Causal attention of each sequence's new tokens over its cached context.
+  // q (T, H*D); out (T, H*D). New token j of a slice sits at absolute position
+  // context_length - token_count + j and sees positions 0..itself.
+  virtual void attention(const float* q, std::span<const SequenceSlice> slices, int H,
+                         const PagedKvView& cache, float scale, float* out) = 0;
+
+  // out (T, I) = silu(gate) * up, where gate_up (T, 2I) = [gate | up].
+  virtual void swiglu(const float* gate_up, int T, int I, float* out) = 0;
+
+  // x (n) += y (n): the residual connection.
+  virtual void add(float* x, const float* y, size_t n) = 0;
+
+  // ---- sampling -----------------------------------------------------------
+  // Standardizes logits (rows, V) into probability rows (paper §2.2):
+  // temperature, then top-k, then top-p, each row with its own parameters.
+  // Greedy rows (temperature 0) become one-hot rows at their argmax.
+  virtual void standardize(const float* logits, int rows, int V,
+                           std::span<const SamplingParams> params, float* probs) = 0;
+
+  // argmax of each row of logits (rows, V); ties go to the lowest index.
+  virtual void argmax(const float* logits, int rows, int V, int32_t* out) = 0;
+};
+
+std::unique_ptr<Backend> make_cpu_backend();
+
+}  // namespace tandem

@@ -1,0 +1,53 @@
+// ModelConfig: the architecture of a Llama-family checkpoint, read from a
+// Hugging Face config.json (LlamaForCausalLM, MistralForCausalLM,
+// Qwen2ForCausalLM; the last adds q/k/v biases).
+#pragma once
+
+#include <cstdint>
+#include <filesystem>
+#include <string>
+#include <vector>
+
+namespace tandem {
+
+struct RopeScaling {
+  enum class Type { none, llama3 };
+  Type type = Type::none;
+  double factor = 1.0;
+  double low_freq_factor = 1.0;
+  double high_freq_factor = 4.0;
+  int original_max_position_embeddings = 8192;
+};
+
+struct ModelConfig {
+  std::string architecture;  // e.g. "LlamaForCausalLM"
+  int hidden_size = 0;         // C
+  int intermediate_size = 0;   // I
+  int num_layers = 0;
+  int num_heads = 0;           // H
+  int num_kv_heads = 0;        // K
+  int head_dim = 0;            // D (hidden_size / num_heads unless given)
+  int vocab_size = 0;          // V
+  int max_position_embeddings = 0;
+  double rms_norm_eps = 1e-6;
+  double rope_theta = 10000.0;
+  RopeScaling rope_scaling;
+  bool tie_word_embeddings = false;
+  bool attention_bias = false;  // q/k/v projections carry biases (Qwen2)
+  int bos_token_id = -1;        // -1: none
+  std::vector<int> eos_token_ids;
+
+  int q_dim() const { return num_heads * head_dim; }
+  int kv_dim() const { return num_kv_heads * head_dim; }
+  // Parameters in the checkpoint (embedding and LM head counted once if tied).
+  int64_t parameter_count() const;
+};
+
+// Parses dir/config.json. Errors name the file and the offending key.
+ModelConfig load_model_config(const std::filesystem::path& model_dir);
+ModelConfig parse_model_config(const std::string& json_text, const std::string& source_name);
+
+// Rotary inverse frequencies (D/2), with llama3 scaling applied when configured.
+std::vector<float> rope_inv_freq(const ModelConfig& config);
+
+}  // namespace tandem
