@@ -9,14 +9,19 @@ CONFIG ?= configs/local.yaml
 DEBIAN_PACKAGES := g++ cmake make pkg-config git \
   libopenblas-dev libyaml-cpp-dev libboost-dev nlohmann-json3-dev libpcre2-dev \
   libopenmpi-dev openmpi-bin libgtest-dev libgmock-dev libbenchmark-dev \
-  python3 python3-numpy python3-torch nodejs
+  python3 python3-numpy nodejs
+# Only for retraining the tiny models (tools/train/), not for build or test.
+TRAIN_PACKAGES := python3-torch python3-numpy nodejs
 
-.PHONY: deps build test serve clean
+.PHONY: deps train-deps build test serve clean
 
-deps:
-	@missing=$$(for p in $(DEBIAN_PACKAGES); do \
+deps: PACKAGES = $(DEBIAN_PACKAGES)
+train-deps: PACKAGES = $(TRAIN_PACKAGES)
+deps train-deps:
+	@missing=$$(for p in $(PACKAGES); do \
 	    dpkg-query -W -f='$${Status}\n' $$p 2>/dev/null | grep -q "install ok installed" || echo $$p; \
 	  done); \
+	command -v npm >/dev/null || missing="$$missing npm"; \
 	if [ -n "$$missing" ]; then \
 	  echo "make deps: installing $$missing"; \
 	  SUDO=$$( [ "$$(id -u)" = 0 ] || echo sudo ); \

@@ -21,11 +21,11 @@ Args::Args(const std::vector<std::string>& argv, const std::set<std::string>& op
       name = name.substr(0, eq);
     }
     if (flags.count(name)) {
-      require(!value, ErrorKind::invalid_argument, "option --" + name + " takes no value");
+      tandem::require(!value, ErrorKind::invalid_argument, "option --" + name + " takes no value");
       values_[name] = "1";
     } else if (options.count(name)) {
       if (!value) {
-        require(i + 1 < argv.size(), ErrorKind::invalid_argument,
+        tandem::require(i + 1 < argv.size(), ErrorKind::invalid_argument,
                 "option --" + name + " needs a value");
         value = argv[++i];
       }

@@ -1,0 +1,108 @@
+// `tandem bench forward`: decode and prefill throughput of one model on this
+// machine, with the weight bytes each step reads and the bandwidth that
+// implies. A benchmark, not a test: it prints numbers and asserts nothing.
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <random>
+#include <vector>
+
+#include "common/error.h"
+#include "coordinator/cli/commands.h"
+#include "coordinator/cli/model_options.h"
+
+namespace tandem::cli {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+double median(std::vector<double> values) {
+  std::sort(values.begin(), values.end());
+  return values[values.size() / 2];
+}
+
+std::vector<int32_t> random_tokens(int count, int vocab, uint32_t seed) {
+  std::mt19937 rng(seed);
+  std::uniform_int_distribution<int32_t> pick(0, vocab - 1);
+  std::vector<int32_t> tokens(static_cast<size_t>(count));
+  for (auto& t : tokens) t = pick(rng);
+  return tokens;
+}
+
+// Seconds for `count` single-token steps from an empty context (llama-bench's tg).
+double time_decode(LlamaModel& model, PagedKvCache& cache, int count, uint32_t seed) {
+  const auto tokens = random_tokens(count, model.config().vocab_size, seed);
+  const SequenceId seq = cache.create_sequence();
+  require(cache.reserve(seq, count), ErrorKind::out_of_resources, "KV cache too small for bench");
+  const auto start = Clock::now();
+  for (int i = 0; i < count; ++i) {
+    SequenceStep step{seq, std::span(&tokens[static_cast<size_t>(i)], 1), false};
+    model.forward(std::span(&step, 1), cache);
+  }
+  const double seconds = std::chrono::duration<double>(Clock::now() - start).count();
+  cache.release(seq);
+  return seconds;
+}
+
+// Seconds for one `count`-token prefill from an empty context (llama-bench's pp).
+double time_prefill(LlamaModel& model, PagedKvCache& cache, int count, uint32_t seed) {
+  const auto tokens = random_tokens(count, model.config().vocab_size, seed);
+  const SequenceId seq = cache.create_sequence();
+  require(cache.reserve(seq, count), ErrorKind::out_of_resources, "KV cache too small for bench");
+  const auto start = Clock::now();
+  SequenceStep step{seq, tokens, false};
+  model.forward(std::span(&step, 1), cache);
+  const double seconds = std::chrono::duration<double>(Clock::now() - start).count();
+  cache.release(seq);
+  return seconds;
+}
+
+int bench_forward(const Words& words) {
+  auto options = model_option_names();
+  options.insert({"decode-tokens", "prompt-tokens", "repeats"});
+  const Args args(words, options, {});
+  OpenModel open = open_model(args);
+  LlamaModel& model = *open.model;
+  const int decode_tokens = static_cast<int>(args.get_int("decode-tokens", 64));
+  const int prompt_tokens = static_cast<int>(args.get_int("prompt-tokens", 128));
+  const int repeats = static_cast<int>(args.get_int("repeats", 5));
+  require(decode_tokens > 0 && prompt_tokens > 0 && repeats > 0, ErrorKind::invalid_argument,
+          "--decode-tokens, --prompt-tokens and --repeats must be positive");
+
+  // One untimed round warms caches, page tables and the BLAS thread pool.
+  time_decode(model, *open.cache, std::min(decode_tokens, 8), 99);
+  time_prefill(model, *open.cache, prompt_tokens, 99);
+  std::vector<double> decode, prefill;
+  for (int r = 0; r < repeats; ++r) {
+    decode.push_back(decode_tokens / time_decode(model, *open.cache, decode_tokens, r));
+    prefill.push_back(prompt_tokens / time_prefill(model, *open.cache, prompt_tokens, r));
+  }
+
+  const ModelConfig& c = model.config();
+  const double bytes = static_cast<double>(model.weights().bytes_read_per_step());
+  const double decode_tps = median(decode);
+  std::printf("model: %lld parameters (hidden %d, intermediate %d, %d layers, %d heads of %d, "
+              "%d KV heads, vocab %d), fp32 on %s\n",
+              static_cast<long long>(c.parameter_count()), c.hidden_size, c.intermediate_size,
+              c.num_layers, c.num_heads, c.head_dim, c.num_kv_heads, c.vocab_size,
+              backend_name(model.backend().kind()));
+  std::printf("decode  batch 1, %d tokens: %8.1f tokens/s (median of %d; min %.1f, max %.1f)\n",
+              decode_tokens, decode_tps, repeats, *std::min_element(decode.begin(), decode.end()),
+              *std::max_element(decode.begin(), decode.end()));
+  std::printf("prefill %d-token prompt:   %8.1f tokens/s (median of %d)\n", prompt_tokens,
+              median(prefill), repeats);
+  std::printf("weights read per decode step: %.1f MB; implied bandwidth at batch 1: %.1f GB/s\n",
+              bytes / 1e6, bytes * decode_tps / 1e9);
+  return 0;
+}
+
+}  // namespace
+
+int bench_command(const Words& words) {
+  require(!words.empty(), ErrorKind::invalid_argument,
+          "bench needs a suite: `tandem bench forward --model DIR|--dummy CONFIG`");
+  if (words[0] == "forward") return bench_forward(Words(words.begin() + 1, words.end()));
+  throw Error(ErrorKind::invalid_argument, "unknown bench suite '" + words[0] + "' (known: forward)");
+}
+
+}  // namespace tandem::cli

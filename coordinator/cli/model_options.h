@@ -1,0 +1,33 @@
+// The model options that `generate` and `bench` share: where the weights come
+// from (a Hugging Face directory, or `--dummy CONFIG` for random weights of
+// any published shape) and how big the KV cache is.
+#pragma once
+
+#include <memory>
+#include <optional>
+#include <set>
+#include <string>
+
+#include "common/tokenizer/tokenizer.h"
+#include "coordinator/cli/args.h"
+#include "kernels/backend.h"
+#include "workers/kv_cache.h"
+#include "workers/llama_model.h"
+
+namespace tandem::cli {
+
+// Option names (without "--") that open_model() reads.
+std::set<std::string> model_option_names();
+
+struct OpenModel {
+  std::unique_ptr<Backend> backend;
+  std::unique_ptr<LlamaModel> model;
+  std::unique_ptr<PagedKvCache> cache;
+  std::optional<Tokenizer> tokenizer;  // absent for --dummy
+};
+
+// --model DIR | --dummy CONFIG_JSON [--seed-weights N]
+// --kv-blocks N (default: enough for 8 full contexts, at most 4096 blocks) --block-size N
+OpenModel open_model(const Args& args);
+
+}  // namespace tandem::cli

@@ -1,0 +1,79 @@
+// CpuBackend: the Backend interface over the CPU ops (host memory, OpenBLAS).
+#include <cstdlib>
+#include <cstring>
+#include <new>
+
+#include "common/error.h"
+#include "kernels/backend.h"
+#include "kernels/cpu/ops.h"
+#include "kernels/cpu/sampling.h"
+
+namespace tandem {
+namespace {
+
+void free_host(float* data) { std::free(data); }
+
+class CpuBackend final : public Backend {
+ public:
+  BackendKind kind() const override { return BackendKind::cpu; }
+
+  Buffer allocate(size_t count) override {
+    if (count == 0) return Buffer();
+    // 64-byte alignment: whole cache lines for the vector loops and OpenBLAS.
+    const size_t bytes = (count * sizeof(float) + 63) / 64 * 64;
+    void* data = std::aligned_alloc(64, bytes);
+    if (!data)
+      throw Error(ErrorKind::out_of_resources,
+                  "cannot allocate " + std::to_string(bytes) + " bytes of host memory");
+    std::memset(data, 0, bytes);
+    return Buffer(static_cast<float*>(data), count, free_host);
+  }
+  void upload(std::span<const float> host, float* device) override {
+    std::memcpy(device, host.data(), host.size_bytes());
+  }
+  void download(const float* device, std::span<float> host) override {
+    std::memcpy(host.data(), device, host.size_bytes());
+  }
+
+  void embedding(std::span<const int32_t> token_ids, const float* table, int C,
+                 float* out) override {
+    cpu::embedding(token_ids, table, C, out);
+  }
+  void rmsnorm(const float* x, const float* weight, int T, int C, float eps, float* out) override {
+    cpu::rmsnorm(x, weight, T, C, eps, out);
+  }
+  void matmul(const float* x, const float* w, const float* bias, int T, int Kin, int N,
+              float* y) override {
+    cpu::matmul(x, w, bias, T, Kin, N, y);
+  }
+  void rope(float* x, std::span<const int32_t> positions, int heads, int D,
+            const float* inv_freq) override {
+    cpu::rope(x, positions, heads, D, inv_freq);
+  }
+  void kv_write(const float* k, const float* v, std::span<const int32_t> slots,
+                const PagedKvView& cache) override {
+    cpu::kv_write(k, v, slots, cache);
+  }
+  void attention(const float* q, std::span<const SequenceSlice> slices, int H,
+                 const PagedKvView& cache, float scale, float* out) override {
+    cpu::attention(q, slices, H, cache, scale, out);
+  }
+  void swiglu(const float* gate_up, int T, int I, float* out) override {
+    cpu::swiglu(gate_up, T, I, out);
+  }
+  void add(float* x, const float* y, size_t n) override { cpu::add(x, y, n); }
+
+  void standardize(const float* logits, int rows, int V, std::span<const SamplingParams> params,
+                   float* probs) override {
+    cpu::standardize(logits, rows, V, params, probs);
+  }
+  void argmax(const float* logits, int rows, int V, int32_t* out) override {
+    cpu::argmax(logits, rows, V, out);
+  }
+};
+
+}  // namespace
+
+std::unique_ptr<Backend> make_cpu_backend() { return std::make_unique<CpuBackend>(); }
+
+}  // namespace tandem

@@ -1,0 +1,41 @@
+// Entry points of the CPU model ops, one .cpp file each. These are the
+// reference implementations: each reads like the math, and every other backend
+// is tested against them. Shapes use the glossary of kernels/backend.h.
+// Sampling ops live in kernels/cpu/sampling.h.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <span>
+
+#include "kernels/backend.h"
+
+namespace tandem::cpu {
+
+// embedding.cpp: out (T, C) = table (V, C) rows at token_ids (T).
+void embedding(std::span<const int32_t> token_ids, const float* table, int C, float* out);
+
+// rmsnorm.cpp: out (T, C) = x / sqrt(mean(x^2) + eps) * weight (C).
+void rmsnorm(const float* x, const float* weight, int T, int C, float eps, float* out);
+
+// matmul.cpp: y (T, N) = x (T, Kin) · w (N, Kin)ᵀ + bias (N, optional). OpenBLAS.
+void matmul(const float* x, const float* w, const float* bias, int T, int Kin, int N, float* y);
+
+// rope.cpp: rotate-half rotary embedding of x (T, heads, D) in place.
+void rope(float* x, std::span<const int32_t> positions, int heads, int D, const float* inv_freq);
+
+// kv_write.cpp: k, v (T, K*D) into their cache slots.
+void kv_write(const float* k, const float* v, std::span<const int32_t> slots,
+              const PagedKvView& cache);
+
+// attention.cpp: causal paged attention; q, out (T, H*D).
+void attention(const float* q, std::span<const SequenceSlice> slices, int H,
+               const PagedKvView& cache, float scale, float* out);
+
+// swiglu.cpp: out (T, I) = silu(gate) * up with gate_up (T, 2I) = [gate | up].
+void swiglu(const float* gate_up, int T, int I, float* out);
+
+// add.cpp: x (n) += y (n).
+void add(float* x, const float* y, size_t n);
+
+}  // namespace tandem::cpu

@@ -1,0 +1,19 @@
+#include <cmath>
+
+#include "kernels/cpu/ops.h"
+
+namespace tandem::cpu {
+
+void swiglu(const float* gate_up, int T, int I, float* out) {
+  for (int t = 0; t < T; ++t) {
+    const float* gate = gate_up + static_cast<size_t>(t) * 2 * I;
+    const float* up = gate + I;
+    float* dst = out + static_cast<size_t>(t) * I;
+    for (int i = 0; i < I; ++i) {
+      const float g = gate[i];
+      dst[i] = g / (1.0f + std::exp(-g)) * up[i];  // silu(g) = g * sigmoid(g)
+    }
+  }
+}
+
+}  // namespace tandem::cpu

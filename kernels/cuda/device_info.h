@@ -1,0 +1,14 @@
+// What CUDA devices this process can see. Compiled only when nvcc is present
+// (TANDEM_HAVE_CUDA); safe to call on a machine with no GPU or no driver.
+#pragma once
+
+#include <string>
+
+namespace tandem::cuda {
+
+// Number of usable CUDA devices; 0 when there is no driver or no device.
+int device_count();
+// "NVIDIA H100 80GB HBM3 (sm_90, 79 GiB)" for device `index`.
+std::string device_description(int index);
+
+}  // namespace tandem::cuda

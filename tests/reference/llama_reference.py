@@ -1,0 +1,236 @@
+#!/usr/bin/env python3
+"""An independent Llama forward pass in NumPy, and the checkpoints it checks.
+
+Writes into OUT_DIR, for each variant, a small random Hugging Face checkpoint
+(config.json + safetensors written by hand here) and `scenario.json`: a list
+of ragged batched steps (sequences adding tokens, some truncated as a rejected
+draft would be) with the logits this reference computes for every requested
+row. The C++ test replays the steps through LlamaModel and its paged KV cache
+and compares.
+
+The reference shares no code or layout with the C++ side: it recomputes every
+sequence from position 0 in float64 (no KV cache), uses Hugging Face tensor
+names and shapes directly, and applies RoPE by building the rotation the way
+Hugging Face's LlamaRotaryEmbedding describes it.
+
+Usage: llama_reference.py OUT_DIR
+"""
+import json
+import math
+import os
+import struct
+import sys
+
+import numpy as np
+
+VARIANTS = {
+    # GQA (8 query heads over 2 KV heads), llama3 RoPE scaling hitting all
+    # three frequency bands, untied LM head, F32 in one file.
+    "llama_gqa": dict(
+        architectures=["LlamaForCausalLM"], hidden_size=64, intermediate_size=96,
+        num_hidden_layers=4, num_attention_heads=8, num_key_value_heads=2, head_dim=8,
+        vocab_size=101, max_position_embeddings=64, rms_norm_eps=1e-5, rope_theta=10000.0,
+        rope_scaling=dict(rope_type="llama3", factor=8.0, low_freq_factor=1.0,
+                          high_freq_factor=4.0, original_max_position_embeddings=16),
+        tie_word_embeddings=False, bos_token_id=1, eos_token_id=[2, 3],
+        dtype="F32", shards=1),
+    # Qwen2: q/k/v biases, tied embeddings, BF16 sharded over two files.
+    "qwen2_bias": dict(
+        architectures=["Qwen2ForCausalLM"], hidden_size=48, intermediate_size=80,
+        num_hidden_layers=3, num_attention_heads=4, num_key_value_heads=2,
+        vocab_size=97, max_position_embeddings=64, rms_norm_eps=1e-6, rope_theta=1000.0,
+        rope_scaling=None, tie_word_embeddings=True, bos_token_id=5, eos_token_id=6,
+        dtype="BF16", shards=2),
+}
+
+# Steps of the ragged batch, the same for every variant. Each op is
+# ["forward", [[seq, tokens, all_logits], ...]] or ["truncate", seq, length].
+def make_scenario(rng, vocab):
+    toks = lambda n: [int(t) for t in rng.integers(0, vocab, size=n)]
+    return [
+        ["forward", [["a", toks(7), True], ["b", toks(3), False]]],            # two prefills
+        ["forward", [["a", toks(1), False], ["b", toks(4), True], ["c", toks(5), True]]],
+        ["forward", [["c", toks(1), True], ["a", toks(3), True], ["b", toks(1), False]]],
+        ["truncate", "a", 9],   # a rejected draft: drop a's last two positions
+        ["truncate", "c", 4],
+        ["forward", [["a", toks(2), True], ["c", toks(3), True]]],
+        ["forward", [["b", toks(9), True], ["a", toks(1), False]]],            # b crosses blocks
+        ["forward", [["c", toks(1), False]]],                                  # batch-1 decode
+        ["forward", [["c", toks(1), True]]],
+    ]
+
+
+def bf16_round(x):
+    """float32 -> nearest bfloat16 (ties to even), returned as float32 and raw bits."""
+    bits = np.asarray(x, dtype=np.float32).view(np.uint32).astype(np.uint64)
+    rounded = ((bits + 0x7FFF + ((bits >> 16) & 1)) >> 16).astype(np.uint16)
+    return (rounded.astype(np.uint32) << 16).view(np.float32), rounded
+
+
+def make_weights(cfg, rng):
+    C, I, V = cfg["hidden_size"], cfg["intermediate_size"], cfg["vocab_size"]
+    H, K = cfg["num_attention_heads"], cfg["num_key_value_heads"]
+    D = cfg.get("head_dim", C // H)
+    bias = cfg["architectures"][0] == "Qwen2ForCausalLM"
+    n = lambda *shape, s=0.2: (rng.standard_normal(shape) * s).astype(np.float32)
+    w = {"model.embed_tokens.weight": n(V, C, s=1.0), "model.norm.weight": 1 + n(C, s=0.1)}
+    for l in range(cfg["num_hidden_layers"]):
+        p = f"model.layers.{l}."
+        w[p + "input_layernorm.weight"] = 1 + n(C, s=0.1)
+        w[p + "post_attention_layernorm.weight"] = 1 + n(C, s=0.1)
+        w[p + "self_attn.q_proj.weight"] = n(H * D, C)
+        w[p + "self_attn.k_proj.weight"] = n(K * D, C)
+        w[p + "self_attn.v_proj.weight"] = n(K * D, C)
+        w[p + "self_attn.o_proj.weight"] = n(C, H * D)
+        if bias:
+            for name, rows in (("q", H * D), ("k", K * D), ("v", K * D)):
+                w[p + f"self_attn.{name}_proj.bias"] = n(rows, s=0.5)
+        w[p + "mlp.gate_proj.weight"] = n(I, C)
+        w[p + "mlp.up_proj.weight"] = n(I, C)
+        w[p + "mlp.down_proj.weight"] = n(C, I)
+    if not cfg["tie_word_embeddings"]:
+        w["lm_head.weight"] = n(V, C)
+    return w
+
+
+def write_safetensors(path, tensors, dtype):
+    header, blobs, offset = {}, [], 0
+    for name in sorted(tensors):
+        array = tensors[name]
+        raw = bf16_round(array)[1].tobytes() if dtype == "BF16" else array.astype("<f4").tobytes()
+        header[name] = {"dtype": dtype, "shape": list(array.shape),
+                        "data_offsets": [offset, offset + len(raw)]}
+        blobs.append(raw)
+        offset += len(raw)
+    header["__metadata__"] = {"format": "pt"}
+    text = json.dumps(header).encode()
+    text += b" " * (-len(text) % 8)  # keep the data 8-byte aligned, as the format suggests
+    with open(path, "wb") as f:
+        f.write(struct.pack("<Q", len(text)))
+        f.write(text)
+        for raw in blobs:
+            f.write(raw)
+
+
+def write_checkpoint(out_dir, cfg, weights):
+    os.makedirs(out_dir, exist_ok=True)
+    config = {k: v for k, v in cfg.items() if k not in ("dtype", "shards")}
+    config["model_type"] = "qwen2" if "Qwen2" in cfg["architectures"][0] else "llama"
+    with open(os.path.join(out_dir, "config.json"), "w") as f:
+        json.dump(config, f, indent=1)
+    names = sorted(weights)
+    if cfg["shards"] == 1:
+        write_safetensors(os.path.join(out_dir, "model.safetensors"), weights, cfg["dtype"])
+        return
+    weight_map = {}
+    for s in range(cfg["shards"]):
+        file = f"model-{s + 1:05d}-of-{cfg['shards']:05d}.safetensors"
+        part = {n: weights[n] for n in names[s::cfg["shards"]]}
+        write_safetensors(os.path.join(out_dir, file), part, cfg["dtype"])
+        weight_map.update({n: file for n in part})
+    with open(os.path.join(out_dir, "model.safetensors.index.json"), "w") as f:
+        json.dump({"metadata": {}, "weight_map": weight_map}, f, indent=1)
+
+
+def inv_freq(cfg, D):
+    freq = 1.0 / cfg["rope_theta"] ** (np.arange(0, D, 2, dtype=np.float64) / D)
+    rs = cfg.get("rope_scaling")
+    if not rs:
+        return freq
+    # Llama 3.1's frequency-dependent scaling, as published with the model.
+    factor, low, high = rs["factor"], rs["low_freq_factor"], rs["high_freq_factor"]
+    old_len = rs["original_max_position_embeddings"]
+    out = []
+    for f in freq:
+        wavelen = 2 * math.pi / f
+        if wavelen < old_len / high:
+            out.append(f)
+        elif wavelen > old_len / low:
+            out.append(f / factor)
+        else:
+            smooth = (old_len / wavelen - low) / (high - low)
+            out.append((1 - smooth) * f / factor + smooth * f)
+    return np.array(out)
+
+
+def rms_norm(x, w, eps):
+    return x / np.sqrt(np.mean(x * x, axis=-1, keepdims=True) + eps) * w
+
+
+def rotate(x, positions, freq):
+    """x: (T, heads, D). Rotation of pair (i, i + D/2) by angle position * freq[i]."""
+    angles = np.outer(positions, freq)                    # (T, D/2)
+    cos = np.concatenate([np.cos(angles)] * 2, axis=-1)[:, None, :]
+    sin = np.concatenate([np.sin(angles)] * 2, axis=-1)[:, None, :]
+    half = x.shape[-1] // 2
+    rotated_half = np.concatenate([-x[..., half:], x[..., :half]], axis=-1)
+    return x * cos + rotated_half * sin
+
+
+def forward_full(cfg, w, tokens):
+    """Logits (n, V) for every position of one whole sequence, float64."""
+    C, H, K = cfg["hidden_size"], cfg["num_attention_heads"], cfg["num_key_value_heads"]
+    D = cfg.get("head_dim", C // H)
+    eps, n = cfg["rms_norm_eps"], len(tokens)
+    g = lambda name: w[name].astype(np.float64)
+    freq = inv_freq(cfg, D)
+    pos = np.arange(n)
+    x = g("model.embed_tokens.weight")[tokens]
+    mask = np.triu(np.full((n, n), -np.inf), k=1)
+    for l in range(cfg["num_hidden_layers"]):
+        p = f"model.layers.{l}."
+        h = rms_norm(x, g(p + "input_layernorm.weight"), eps)
+        proj = lambda name: h @ g(p + f"self_attn.{name}_proj.weight").T + (
+            g(p + f"self_attn.{name}_proj.bias") if p + f"self_attn.{name}_proj.bias" in w else 0)
+        q = rotate(proj("q").reshape(n, H, D), pos, freq)
+        k = rotate(proj("k").reshape(n, K, D), pos, freq)
+        v = proj("v").reshape(n, K, D)
+        k = np.repeat(k, H // K, axis=1)  # query head h uses KV head h // (H/K)
+        v = np.repeat(v, H // K, axis=1)
+        scores = np.einsum("qhd,khd->hqk", q, k) / math.sqrt(D) + mask
+        scores = np.exp(scores - scores.max(axis=-1, keepdims=True))
+        probs = scores / scores.sum(axis=-1, keepdims=True)
+        attn = np.einsum("hqk,khd->qhd", probs, v).reshape(n, H * D)
+        x = x + attn @ g(p + "self_attn.o_proj.weight").T
+        h = rms_norm(x, g(p + "post_attention_layernorm.weight"), eps)
+        gate, up = h @ g(p + "mlp.gate_proj.weight").T, h @ g(p + "mlp.up_proj.weight").T
+        x = x + (gate / (1 + np.exp(-gate)) * up) @ g(p + "mlp.down_proj.weight").T
+    head = g("lm_head.weight") if "lm_head.weight" in w else g("model.embed_tokens.weight")
+    return rms_norm(x, g("model.norm.weight"), eps) @ head.T
+
+
+def build_variant(out_dir, name, cfg, seed):
+    rng = np.random.default_rng(seed)
+    weights = make_weights(cfg, rng)
+    write_checkpoint(os.path.join(out_dir, name), cfg, weights)
+    if cfg["dtype"] == "BF16":  # the reference sees exactly what the loader will
+        weights = {k: bf16_round(v)[0] for k, v in weights.items()}
+    steps, history = [], {}
+    for op in make_scenario(rng, cfg["vocab_size"]):
+        if op[0] == "truncate":
+            history[op[1]] = history[op[1]][: op[2]]
+            steps.append({"truncate": op[1], "length": op[2]})
+            continue
+        rows = []
+        for seq, tokens, all_logits in op[1]:
+            history.setdefault(seq, [])
+            start = len(history[seq])
+            history[seq] = history[seq] + tokens
+            logits = forward_full(cfg, weights, np.array(history[seq]))
+            wanted = range(start, len(history[seq])) if all_logits else [len(history[seq]) - 1]
+            rows.extend(logits[i].tolist() for i in wanted)
+        steps.append({"sequences": [{"seq": s, "tokens": t, "all_logits": a} for s, t, a in op[1]],
+                      "logits": rows})
+    with open(os.path.join(out_dir, name, "scenario.json"), "w") as f:
+        json.dump({"steps": steps}, f)
+
+
+def main():
+    if len(sys.argv) != 2:
+        sys.exit(__doc__)
+    for i, (name, cfg) in enumerate(sorted(VARIANTS.items())):
+        build_variant(sys.argv[1], name, cfg, seed=1234 + i)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,127 @@
+// LlamaModel against an independent NumPy forward pass.
+//
+// tests/reference/llama_reference.py writes small random checkpoints (GQA with
+// llama3 RoPE scaling in F32; Qwen2 biases with tied embeddings in sharded
+// BF16) and a scenario of ragged steps — prefills, multi-token verification
+// blocks, single-token decodes, truncations as after a rejected draft — with
+// the logits it computes by recomputing every sequence from position 0 in
+// float64. Here the same steps run through the paged KV cache in fp32.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <nlohmann/json.hpp>
+
+#include "workers/kv_cache.h"
+#include "workers/llama_model.h"
+#include "workers/llama_weights.h"
+#include "workers/model_config.h"
+
+namespace tandem {
+namespace {
+
+namespace fs = std::filesystem;
+
+// Written once per test binary run, into the build tree.
+const fs::path& reference_dir() {
+  static const fs::path dir = [] {
+    fs::path out = fs::path(TANDEM_BINARY_DIR) / "test-data" / "llama_reference";
+    const std::string command = std::string(TANDEM_PYTHON) + " " + TANDEM_SOURCE_DIR +
+                                "/tests/reference/llama_reference.py " + out.string();
+    if (std::system(command.c_str()) != 0) out.clear();
+    return out;
+  }();
+  return dir;
+}
+
+// max |ours - ref| over a row, relative to the row's largest |ref|.
+double row_error(const float* ours, const std::vector<double>& ref) {
+  double max_diff = 0, max_ref = 0;
+  for (size_t i = 0; i < ref.size(); ++i) {
+    max_diff = std::max(max_diff, std::abs(ours[i] - ref[i]));
+    max_ref = std::max(max_ref, std::abs(ref[i]));
+  }
+  return max_diff / max_ref;
+}
+
+class LlamaForward : public ::testing::TestWithParam<std::string> {};
+
+TEST_P(LlamaForward, MatchesNumpyReferenceThroughPagedCache) {
+  ASSERT_FALSE(reference_dir().empty()) << "the NumPy reference script failed (see its output)";
+  const fs::path dir = reference_dir() / GetParam();
+  auto backend = make_cpu_backend();
+  ModelConfig config = load_model_config(dir);
+  LlamaWeights weights = load_llama_weights(dir, config, *backend);
+  const int V = config.vocab_size;
+  // Block size 4 makes every sequence span several non-contiguous blocks.
+  PagedKvCache cache(config, /*num_blocks=*/48, /*block_size=*/4, *backend);
+  LlamaModel model(config, std::move(weights), *backend);
+
+  std::ifstream file(dir / "scenario.json");
+  const nlohmann::json scenario = nlohmann::json::parse(file);
+  std::map<std::string, SequenceId> ids;
+  int checked_rows = 0;
+  for (const auto& step : scenario["steps"]) {
+    if (step.contains("truncate")) {
+      cache.truncate(ids.at(step["truncate"]), step["length"].get<int>());
+      continue;
+    }
+    std::vector<std::vector<int32_t>> tokens;
+    std::vector<SequenceStep> steps;
+    for (const auto& s : step["sequences"]) tokens.push_back(s["tokens"].get<std::vector<int32_t>>());
+    for (size_t i = 0; i < tokens.size(); ++i) {
+      const auto& s = step["sequences"][i];
+      const std::string name = s["seq"];
+      if (!ids.count(name)) ids[name] = cache.create_sequence();
+      const SequenceId seq = ids[name];
+      ASSERT_TRUE(cache.reserve(seq, cache.length(seq) + static_cast<int>(tokens[i].size())));
+      steps.push_back({seq, tokens[i], s["all_logits"].get<bool>()});
+    }
+    const float* logits = model.forward(steps, cache);
+    const auto& expected = step["logits"];
+    ASSERT_EQ(model.logit_rows(), static_cast<int>(expected.size()));
+    for (size_t r = 0; r < expected.size(); ++r) {
+      const auto ref = expected[r].get<std::vector<double>>();
+      ASSERT_EQ(ref.size(), static_cast<size_t>(V));
+      EXPECT_LT(row_error(logits + r * V, ref), 1e-4) << "step row " << r;
+      ++checked_rows;
+    }
+  }
+  EXPECT_GT(checked_rows, 30);
+}
+
+INSTANTIATE_TEST_SUITE_P(Variants, LlamaForward, ::testing::Values("llama_gqa", "qwen2_bias"));
+
+TEST(LlamaForwardErrors, BadStepsAreRejectedWithoutTouchingTheCache) {
+  ModelConfig config;
+  config.hidden_size = 8;
+  config.intermediate_size = 8;
+  config.num_layers = 1;
+  config.num_heads = 2;
+  config.num_kv_heads = 1;
+  config.head_dim = 4;
+  config.vocab_size = 10;
+  config.max_position_embeddings = 16;
+  auto backend = make_cpu_backend();
+  PagedKvCache cache(config, 8, 4, *backend);
+  LlamaModel model(config, make_dummy_weights(config, 7, *backend), *backend);
+  const SequenceId seq = cache.create_sequence();
+  ASSERT_TRUE(cache.reserve(seq, 8));
+  const std::vector<int32_t> bad_token{3, 10};
+  SequenceStep step{seq, bad_token, false};
+  EXPECT_THROW(model.forward(std::span(&step, 1), cache), Error);
+  EXPECT_EQ(cache.length(seq), 0);
+  const std::vector<int32_t> too_many(9, 1);  // reserved 8
+  step.tokens = too_many;
+  EXPECT_THROW(model.forward(std::span(&step, 1), cache), Error);
+  const std::vector<int32_t> fine{1, 2};
+  SequenceStep twice[2] = {{seq, fine, false}, {seq, fine, false}};
+  EXPECT_THROW(model.forward(twice, cache), Error);
+  EXPECT_EQ(cache.length(seq), 0);
+}
+
+}  // namespace
+}  // namespace tandem

@@ -1,0 +1,25 @@
+#include "workers/token_sampler.h"
+
+#include "kernels/cpu/sampling.h"
+#include "kernels/philox.h"
+
+namespace tandem {
+
+TokenSampler::TokenSampler(Backend& backend, int vocab_size)
+    : backend_(backend), V_(vocab_size), probs_(backend.allocate(static_cast<size_t>(vocab_size))),
+      probs_host_(static_cast<size_t>(vocab_size)) {}
+
+int32_t TokenSampler::pick(const float* logits_row, const SamplingParams& params,
+                           int64_t position) {
+  if (params.greedy()) {
+    int32_t token = 0;
+    backend_.argmax(logits_row, 1, V_, &token);
+    return token;
+  }
+  backend_.standardize(logits_row, 1, V_, std::span(&params, 1), probs_.data());
+  backend_.download(probs_.data(), probs_host_);
+  const double u = philox_uniform(params.seed, position, RandomPurpose::target_sample);
+  return cpu::sample_row(probs_host_.data(), V_, u);
+}
+
+}  // namespace tandem

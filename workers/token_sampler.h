@@ -1,0 +1,28 @@
+// pick_token: the target-only way to choose the next token from one logits
+// row: argmax for greedy, else standardize (paper §2.2) and draw with the
+// Philox uniform for (seed, position, target_sample). Plain decoding uses it;
+// speculative decoding must reproduce its distribution exactly.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "kernels/backend.h"
+
+namespace tandem {
+
+class TokenSampler {
+ public:
+  TokenSampler(Backend& backend, int vocab_size);
+  // logits_row (V) in backend memory; position: absolute position the chosen
+  // token will occupy in its sequence.
+  int32_t pick(const float* logits_row, const SamplingParams& params, int64_t position);
+
+ private:
+  Backend& backend_;
+  int V_;
+  Buffer probs_;                  // (V) backend memory
+  std::vector<float> probs_host_;  // (V)
+};
+
+}  // namespace tandem
