@@ -7,7 +7,7 @@ CONFIG ?= configs/local.yaml
 
 # The exact Debian packages the build, the tests and the tools need.
 DEBIAN_PACKAGES := g++ cmake make pkg-config git \
-  libopenblas-dev libyaml-cpp-dev libboost-dev nlohmann-json3-dev libpcre2-dev \
+  libopenblas-openmp-dev libyaml-cpp-dev libboost-dev nlohmann-json3-dev libpcre2-dev \
   libopenmpi-dev openmpi-bin libgtest-dev libgmock-dev libbenchmark-dev \
   python3 python3-numpy nodejs
 # Only for retraining the tiny models (tools/train/), not for build or test.

@@ -8,6 +8,7 @@
 #include <iostream>
 
 #include "common/error.h"
+#include "coordinator/cli/args.h"
 #include "coordinator/cli/commands.h"
 
 namespace tandem::cli {

@@ -64,8 +64,10 @@ void attention(const float* q, std::span<const SequenceSlice> slices, int H,
     max_context = std::max(max_context, slice.context_length);
   }
   const long work = static_cast<long>(items.size()) * H;
+  // Threads pay off only when there is real work: thousands of dot products.
+  const bool parallel = work * max_context * D >= (1 << 16);
 
-#pragma omp parallel
+#pragma omp parallel if (parallel)
   {
     std::vector<float> scores(static_cast<size_t>(max_context));
 #pragma omp for schedule(dynamic, 4)

@@ -15,6 +15,7 @@
 #include <map>
 #include <nlohmann/json.hpp>
 
+#include "common/error.h"
 #include "workers/kv_cache.h"
 #include "workers/llama_model.h"
 #include "workers/llama_weights.h"
