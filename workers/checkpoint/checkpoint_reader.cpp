@@ -1,0 +1,156 @@
+// Reading a checkpoint directory's tensors (see checkpoint_reader.h).
+#include "workers/checkpoint/checkpoint_reader.h"
+
+#include <algorithm>
+#include <fstream>
+#include <map>
+#include <nlohmann/json.hpp>
+#include <sstream>
+
+#include "common/error.h"
+
+namespace tandem {
+namespace {
+
+using nlohmann::json;
+
+constexpr const char* kSingleFile = "model.safetensors";
+constexpr const char* kIndexFile = "model.safetensors.index.json";
+
+// Shards live next to the index; a name that climbs out of the directory is
+// a corrupt (or hostile) index, not a path to follow.
+bool is_plain_file_name(const std::string& name) {
+  std::filesystem::path p(name);
+  return !name.empty() && p.is_relative() && p.has_filename() && p == p.filename() &&
+         name != "." && name != "..";
+}
+
+}  // namespace
+
+CheckpointReader::CheckpointReader(const std::filesystem::path& model_dir) : dir_(model_dir) {
+  // The single file wins when both exist, as in Hugging Face's loader.
+  std::error_code ec;
+  if (std::filesystem::exists(dir_ / kSingleFile, ec)) {
+    files_.emplace_back(dir_ / kSingleFile);
+  } else if (std::filesystem::exists(dir_ / kIndexFile, ec)) {
+    open_index(dir_ / kIndexFile);
+  } else {
+    throw Error(ErrorKind::not_found,
+                dir_.string() + ": neither " + kSingleFile + " nor " + kIndexFile +
+                    " exists. Hint: --model must name a Hugging Face checkpoint directory with "
+                    "safetensors weights (convert .bin / .pth checkpoints first)");
+  }
+}
+
+void CheckpointReader::open_index(const std::filesystem::path& index_path) {
+  index_path_ = index_path;
+  std::ifstream in(index_path, std::ios::binary);
+  std::ostringstream text;
+  text << in.rdbuf();
+  json index = json::parse(text.str(), nullptr, /*allow_exceptions=*/false);
+  auto corrupt = [&](const std::string& what) {
+    throw Error(ErrorKind::corrupt_data,
+                index_path.string() + ": " + what +
+                    ". Hint: the index is corrupt; re-download model.safetensors.index.json");
+  };
+  if (!in || index.is_discarded() || !index.is_object()) corrupt("not a JSON object");
+  auto map = index.find("weight_map");
+  if (map == index.end() || !map->is_object()) corrupt("key 'weight_map' is missing or not an object");
+
+  // Each shard opens once however many tensors name it.
+  std::map<std::string, size_t> shard_slot;
+  for (auto it = map->begin(); it != map->end(); ++it) {
+    if (!it.value().is_string()) corrupt("weight_map entry '" + it.key() + "' is not a file name");
+    const std::string file = it.value().get<std::string>();
+    if (!is_plain_file_name(file)) {
+      corrupt("weight_map entry '" + it.key() + "' names '" + file +
+              "', which is not a file in the checkpoint directory");
+    }
+    auto [slot, inserted] = shard_slot.emplace(file, files_.size());
+    if (inserted) files_.emplace_back(dir_ / file);
+    weight_map_.emplace_back(it.key(), slot->second);
+  }
+  if (files_.empty()) corrupt("weight_map lists no tensors");
+  // json objects iterate in key order, so weight_map_ is sorted for lookup.
+}
+
+std::string CheckpointReader::searched_files() const {
+  std::string s;
+  if (!index_path_.empty()) s = index_path_.filename().string() + " weight_map, then ";
+  for (size_t i = 0; i < files_.size(); ++i) {
+    if (i > 0) s += ", ";
+    s += files_[i].path().filename().string();
+  }
+  return s;
+}
+
+bool CheckpointReader::contains(std::string_view name) const {
+  return std::any_of(files_.begin(), files_.end(),
+                     [&](const SafetensorsFile& f) { return f.find(name) != nullptr; });
+}
+
+CheckpointReader::TensorRef CheckpointReader::find(std::string_view name) const {
+  // The index says where a tensor should be; check that the shard agrees.
+  auto entry = std::lower_bound(weight_map_.begin(), weight_map_.end(), name,
+                                [](const auto& e, std::string_view n) { return e.first < n; });
+  if (entry != weight_map_.end() && entry->first == name) {
+    const SafetensorsFile& file = files_[entry->second];
+    if (const TensorInfo* info = file.find(name)) return {&file, info};
+    throw Error(ErrorKind::corrupt_data,
+                file.path().string() + ": has no tensor '" + std::string(name) + "', but " +
+                    index_path_.filename().string() +
+                    " says it is there. Hint: the shard and the index come from different "
+                    "downloads; re-download the checkpoint");
+  }
+  // Not indexed (or no index): any file that has it will do.
+  for (const SafetensorsFile& file : files_) {
+    if (const TensorInfo* info = file.find(name)) return {&file, info};
+  }
+  throw Error(ErrorKind::not_found,
+              dir_.string() + ": tensor '" + std::string(name) + "' not found (searched " +
+                  searched_files() +
+                  "). Hint: check that config.json matches the weights (architecture, "
+                  "num_hidden_layers, tie_word_embeddings)");
+}
+
+CheckpointReader::TensorRef CheckpointReader::find_checked(
+    std::string_view name, std::span<const int64_t> expected_shape) const {
+  TensorRef ref = find(name);
+  if (!std::equal(expected_shape.begin(), expected_shape.end(), ref.info->shape.begin(),
+                  ref.info->shape.end())) {
+    throw Error(ErrorKind::invalid_argument,
+                ref.file->path().string() + ": tensor '" + std::string(name) + "' has shape " +
+                    shape_string(ref.info->shape) + " but the model config expects " +
+                    shape_string(expected_shape) +
+                    ". Hint: check that config.json belongs to these weights");
+  }
+  return ref;
+}
+
+void CheckpointReader::read_f32(std::string_view name, std::span<const int64_t> expected_shape,
+                                std::span<float> out) const {
+  TensorRef ref = find_checked(name, expected_shape);
+  ref.file->read_f32(*ref.info, out);
+}
+
+std::vector<float> CheckpointReader::read_f32(std::string_view name,
+                                              std::span<const int64_t> expected_shape) const {
+  TensorRef ref = find_checked(name, expected_shape);
+  std::vector<float> out(static_cast<size_t>(ref.info->numel()));
+  ref.file->read_f32(*ref.info, out);
+  return out;
+}
+
+void CheckpointReader::read_rows_f32(std::string_view name, std::span<const int64_t> expected_shape,
+                                     int64_t r0, int64_t r1, std::span<float> out) const {
+  TensorRef ref = find_checked(name, expected_shape);
+  ref.file->read_rows_f32(*ref.info, r0, r1, out);
+}
+
+void CheckpointReader::read_cols_f32(std::string_view name, std::span<const int64_t> expected_shape,
+                                     int64_t c0, int64_t c1, std::span<float> out) const {
+  TensorRef ref = find_checked(name, expected_shape);
+  ref.file->read_cols_f32(*ref.info, c0, c1, out);
+}
+
+}  // namespace tandem

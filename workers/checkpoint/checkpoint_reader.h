@@ -1,0 +1,65 @@
+// CheckpointReader: the tensors of a Hugging Face checkpoint directory.
+//
+// The directory holds either one `model.safetensors` or shards listed by
+// `model.safetensors.index.json` ({"weight_map": {tensor name: shard file}}).
+// Each shard is mapped once, when the reader is made; reads convert to f32
+// and check the shape the caller expects, so every error names the file and
+// the tensor. Row and column ranges let a tensor-parallel rank read only its
+// slice of a weight.
+//
+// Thread-safety: const member functions may be called concurrently.
+#pragma once
+
+#include <cstdint>
+#include <filesystem>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "workers/checkpoint/safetensors.h"
+
+namespace tandem {
+
+class CheckpointReader {
+ public:
+  explicit CheckpointReader(const std::filesystem::path& model_dir);
+  CheckpointReader(CheckpointReader&&) noexcept = default;
+  CheckpointReader& operator=(CheckpointReader&&) noexcept = default;
+
+  struct TensorRef {
+    const SafetensorsFile* file;
+    const TensorInfo* info;
+  };
+  bool contains(std::string_view name) const;
+  // The tensor, or a not_found Error naming it and the files searched.
+  TensorRef find(std::string_view name) const;
+
+  // Whole tensor as f32 after checking its shape; out.size() == numel.
+  void read_f32(std::string_view name, std::span<const int64_t> expected_shape,
+                std::span<float> out) const;
+  std::vector<float> read_f32(std::string_view name,
+                              std::span<const int64_t> expected_shape) const;
+  // Rows [r0, r1) along dimension 0, after checking the full shape.
+  void read_rows_f32(std::string_view name, std::span<const int64_t> expected_shape, int64_t r0,
+                     int64_t r1, std::span<float> out) const;
+  // Columns [c0, c1) of a 2-D tensor, after checking the full shape.
+  void read_cols_f32(std::string_view name, std::span<const int64_t> expected_shape, int64_t c0,
+                     int64_t c1, std::span<float> out) const;
+
+  const std::filesystem::path& directory() const { return dir_; }
+  const std::vector<SafetensorsFile>& files() const { return files_; }
+
+ private:
+  void open_index(const std::filesystem::path& index_path);
+  TensorRef find_checked(std::string_view name, std::span<const int64_t> expected_shape) const;
+  std::string searched_files() const;
+
+  std::filesystem::path dir_;
+  std::filesystem::path index_path_;  // empty for a single-file checkpoint
+  std::vector<SafetensorsFile> files_;
+  // Per index entry: tensor name → position in files_.
+  std::vector<std::pair<std::string, size_t>> weight_map_;
+};
+
+}  // namespace tandem

@@ -1,0 +1,254 @@
+// Loading a Llama-family checkpoint into backend memory, and the random
+// `dummy` weights of the same shapes.
+//
+// Dimension glossary (as in kernels/backend.h): C hidden size, I MLP
+// intermediate size, V vocabulary size; q_dim = H*D, kv_dim = K*D.
+// Every matrix keeps Hugging Face's [out, in] layout; q/k/v and gate/up are
+// stacked along the output dimension (see llama_weights.h).
+#include "workers/llama_weights.h"
+
+#include <algorithm>
+#include <array>
+#include <bit>
+#include <cmath>
+#include <string>
+
+#include "common/error.h"
+#include "workers/checkpoint/checkpoint_reader.h"
+
+namespace tandem {
+namespace {
+
+// Host staging → a fresh backend buffer of the same size.
+Buffer to_backend(Backend& backend, std::span<const float> host) {
+  Buffer buffer = backend.allocate(host.size());
+  if (!host.empty()) backend.upload(host, buffer.data());
+  return buffer;
+}
+
+std::array<int64_t, 2> matrix(int64_t rows, int64_t cols) { return {rows, cols}; }
+std::array<int64_t, 1> vector_of(int64_t n) { return {n}; }
+
+// Stacks tensors along dimension 0: each part is (rows_i, cols) and lands
+// at row offset sum(rows_<i) of the (sum rows_i, cols) result.
+struct Part {
+  std::string name;
+  int64_t rows;
+};
+std::vector<float> read_stacked(const CheckpointReader& reader, const std::vector<Part>& parts,
+                                int64_t cols, bool is_vector) {
+  int64_t total_rows = 0;
+  for (const Part& p : parts) total_rows += p.rows;
+  std::vector<float> host(static_cast<size_t>(total_rows * cols));
+  size_t offset = 0;
+  for (const Part& p : parts) {
+    const size_t n = static_cast<size_t>(p.rows * cols);
+    std::span<float> out(host.data() + offset, n);
+    if (is_vector) {
+      reader.read_f32(p.name, vector_of(p.rows), out);
+    } else {
+      reader.read_f32(p.name, matrix(p.rows, cols), out);
+    }
+    offset += n;
+  }
+  return host;
+}
+
+LlamaLayerWeights load_layer(const CheckpointReader& reader, const ModelConfig& config, int layer,
+                             Backend& backend) {
+  const int64_t C = config.hidden_size, I = config.intermediate_size;
+  const int64_t q_dim = config.q_dim(), kv_dim = config.kv_dim();
+  const std::string prefix = "model.layers." + std::to_string(layer) + ".";
+  const std::string attn = prefix + "self_attn.";
+  const std::string mlp = prefix + "mlp.";
+  LlamaLayerWeights w;
+  w.attn_norm = to_backend(backend, reader.read_f32(prefix + "input_layernorm.weight", vector_of(C)));
+  w.qkv = to_backend(backend, read_stacked(reader,
+                                           {{attn + "q_proj.weight", q_dim},
+                                            {attn + "k_proj.weight", kv_dim},
+                                            {attn + "v_proj.weight", kv_dim}},
+                                           C, /*is_vector=*/false));
+  if (config.attention_bias) {
+    w.qkv_bias = to_backend(backend, read_stacked(reader,
+                                                  {{attn + "q_proj.bias", q_dim},
+                                                   {attn + "k_proj.bias", kv_dim},
+                                                   {attn + "v_proj.bias", kv_dim}},
+                                                  1, /*is_vector=*/true));
+  }
+  w.o_proj = to_backend(backend, reader.read_f32(attn + "o_proj.weight", matrix(C, q_dim)));
+  w.mlp_norm =
+      to_backend(backend, reader.read_f32(prefix + "post_attention_layernorm.weight", vector_of(C)));
+  w.gate_up = to_backend(backend, read_stacked(reader,
+                                               {{mlp + "gate_proj.weight", I},
+                                                {mlp + "up_proj.weight", I}},
+                                               C, /*is_vector=*/false));
+  w.down_proj = to_backend(backend, reader.read_f32(mlp + "down_proj.weight", matrix(C, I)));
+  return w;
+}
+
+void require_sizes(const ModelConfig& config) {
+  bool ok = config.hidden_size > 0 && config.intermediate_size > 0 && config.num_layers > 0 &&
+            config.num_heads > 0 && config.num_kv_heads > 0 && config.head_dim > 0 &&
+            config.vocab_size > 0;
+  require(ok, ErrorKind::invalid_argument,
+          "model config " + config.architecture +
+              " has a non-positive size. Hint: build ModelConfig with parse_model_config");
+}
+
+// ---- dummy weights -----------------------------------------------------------
+
+// SplitMix64's finalizer: a strong 64-bit mixer (every input bit flips
+// about half the output bits).
+uint64_t mix64(uint64_t z) {
+  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+  z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+  return z ^ (z >> 31);
+}
+
+// ln(u) for u in (0, 1], to about 1e-6 absolute: u = m * 2^e with m in
+// [sqrt(1/2), sqrt(2)), ln m = 2 atanh((m-1)/(m+1)) by its series. Plain
+// arithmetic instead of libm's logf keeps the loop branch-free and cheap.
+float approx_log(float u) {
+  const uint32_t ix = std::bit_cast<uint32_t>(u) - 0x3f3504f3u;  // 0x3f3504f3 = sqrt(1/2)
+  const int32_t e = static_cast<int32_t>(ix) >> 23;
+  const float m = std::bit_cast<float>((ix & 0x007fffffu) + 0x3f3504f3u);
+  const float s = (m - 1.0f) / (m + 1.0f), s2 = s * s;
+  const float series = 1.0f + s2 * (1.0f / 3 + s2 * (1.0f / 5 + s2 * (1.0f / 7 + s2 * (1.0f / 9))));
+  return 2.0f * s * series + static_cast<float>(e) * 0.693147180559945f;
+}
+
+// Fills out with normal(0, stddev) values by Box-Muller. Counter-based: the
+// tensor is cut into fixed chunks, each keyed by (seed, tensor id, chunk),
+// and pair i of a chunk comes from mix64(key + i * golden), so values do not
+// depend on the thread count and chunks fill in parallel. Pair i writes
+// element i (cosine) and element half + i (sine) of its chunk: contiguous
+// stores the compiler can vectorize.
+void fill_normal(std::span<float> out, float stddev, uint64_t seed, uint64_t tensor_id) {
+  constexpr int64_t kChunk = 1 << 16;
+  const int64_t n = static_cast<int64_t>(out.size());
+  const int64_t chunks = (n + kChunk - 1) / kChunk;
+  const float kPi = 3.14159265358979323846f;
+#pragma omp parallel for schedule(static)
+  for (int64_t c = 0; c < chunks; ++c) {
+    const uint64_t key = mix64(mix64(mix64(seed) ^ tensor_id) ^ static_cast<uint64_t>(c));
+    const int64_t length = std::min(kChunk, n - c * kChunk);
+    const int64_t half = (length + 1) / 2;
+    float* cos_out = out.data() + c * kChunk;
+    float* sin_out = cos_out + half;
+    const int64_t sin_count = length - half;
+    for (int64_t i = 0; i < half; ++i) {
+      const uint64_t h = mix64(key + static_cast<uint64_t>(i) * 0x9e3779b97f4a7c15ull);
+      // Two 24-bit uniforms from disjoint bits: u1 in (0, 1] keeps log finite.
+      const float u1 = static_cast<float>((h >> 40) + 1) * (1.0f / 16777216.0f);
+      const float u2 = static_cast<float>(h & 0xffffffu) * (1.0f / 16777216.0f);
+      const float radius = stddev * std::sqrt(-2.0f * approx_log(u1));
+      // Angle 2*pi*u2 = pi + 2x with x in [-pi/2, pi/2): Taylor series of
+      // sin x and cos x (error < 1e-7 there), then the double-angle rule.
+      const float x = kPi * (u2 - 0.5f), x2 = x * x;
+      const float sin_x =
+          x * (1 + x2 * (-1.0f / 6 + x2 * (1.0f / 120 + x2 * (-1.0f / 5040 +
+               x2 * (1.0f / 362880 + x2 * (-1.0f / 39916800))))));
+      const float cos_x =
+          1 + x2 * (-0.5f + x2 * (1.0f / 24 + x2 * (-1.0f / 720 + x2 * (1.0f / 40320 +
+              x2 * (-1.0f / 3628800 + x2 * (1.0f / 479001600))))));
+      cos_out[i] = -radius * (cos_x * cos_x - sin_x * sin_x);  // cos(pi + 2x)
+      if (i < sin_count) sin_out[i] = -radius * 2.0f * sin_x * cos_x;  // sin(pi + 2x)
+    }
+  }
+}
+
+constexpr float kDummyStddev = 0.02f;  // the usual initializer_range of Llama configs
+
+// Generates tensors through one reused host staging buffer, so its pages are
+// faulted in once rather than once per tensor.
+class DummyFactory {
+ public:
+  DummyFactory(Backend& backend, uint64_t seed) : backend_(backend), seed_(seed) {}
+
+  Buffer matrix(int64_t rows, int64_t cols, uint64_t tensor_id) {
+    std::span<float> host = staging(rows * cols);
+    fill_normal(host, kDummyStddev, seed_, tensor_id);
+    return to_backend(backend_, host);
+  }
+  Buffer ones(int64_t n) {
+    std::span<float> host = staging(n);
+    std::fill(host.begin(), host.end(), 1.0f);
+    return to_backend(backend_, host);
+  }
+
+ private:
+  std::span<float> staging(int64_t n) {
+    if (staging_.size() < static_cast<size_t>(n)) staging_.resize(static_cast<size_t>(n));
+    return {staging_.data(), static_cast<size_t>(n)};
+  }
+
+  Backend& backend_;
+  uint64_t seed_;
+  std::vector<float> staging_;
+};
+
+}  // namespace
+
+int64_t LlamaWeights::bytes_read_per_step() const {
+  // Every layer matrix, bias and norm is read in full each step; so is the
+  // LM head (tied or not, once). The embedding is only gathered, T rows of
+  // (V, C), which is negligible next to the rest and is not counted.
+  size_t floats = final_norm.size() + (lm_head.empty() ? embed.size() : lm_head.size());
+  for (const LlamaLayerWeights& l : layers) {
+    floats += l.attn_norm.size() + l.qkv.size() + l.qkv_bias.size() + l.o_proj.size() +
+              l.mlp_norm.size() + l.gate_up.size() + l.down_proj.size();
+  }
+  return static_cast<int64_t>(floats * sizeof(float));
+}
+
+LlamaWeights load_llama_weights(const std::filesystem::path& model_dir, const ModelConfig& config,
+                                Backend& backend) {
+  require_sizes(config);
+  CheckpointReader reader(model_dir);
+  const int64_t C = config.hidden_size, V = config.vocab_size;
+  LlamaWeights w;
+  w.embed = to_backend(backend, reader.read_f32("model.embed_tokens.weight", matrix(V, C)));
+  w.layers.reserve(static_cast<size_t>(config.num_layers));
+  for (int layer = 0; layer < config.num_layers; ++layer) {
+    w.layers.push_back(load_layer(reader, config, layer, backend));
+  }
+  w.final_norm = to_backend(backend, reader.read_f32("model.norm.weight", vector_of(C)));
+  if (!config.tie_word_embeddings) {
+    // Checked here for a message that points at the config key, not only the tensor.
+    require(reader.contains("lm_head.weight"), ErrorKind::not_found,
+            model_dir.string() + ": tensor 'lm_head.weight' not found in any safetensors file, "
+                                 "and config.json says tie_word_embeddings is false. Hint: if "
+                                 "the model shares its embedding with the LM head, set "
+                                 "tie_word_embeddings to true");
+    w.lm_head = to_backend(backend, reader.read_f32("lm_head.weight", matrix(V, C)));
+  }
+  return w;
+}
+
+LlamaWeights make_dummy_weights(const ModelConfig& config, uint64_t seed, Backend& backend) {
+  require_sizes(config);
+  const int64_t C = config.hidden_size, I = config.intermediate_size, V = config.vocab_size;
+  const int64_t qkv_rows = config.q_dim() + 2 * static_cast<int64_t>(config.kv_dim());
+  DummyFactory make(backend, seed);
+  // Tensor ids: 0 embed, 1 LM head, then 4 matrices per layer.
+  LlamaWeights w;
+  w.embed = make.matrix(V, C, 0);
+  for (int layer = 0; layer < config.num_layers; ++layer) {
+    const uint64_t id = 2 + 4 * static_cast<uint64_t>(layer);
+    LlamaLayerWeights l;
+    l.attn_norm = make.ones(C);
+    l.qkv = make.matrix(qkv_rows, C, id);
+    // Biases are zero, which allocate() already gives.
+    if (config.attention_bias) l.qkv_bias = backend.allocate(static_cast<size_t>(qkv_rows));
+    l.o_proj = make.matrix(C, config.q_dim(), id + 1);
+    l.mlp_norm = make.ones(C);
+    l.gate_up = make.matrix(2 * I, C, id + 2);
+    l.down_proj = make.matrix(C, I, id + 3);
+    w.layers.push_back(std::move(l));
+  }
+  w.final_norm = make.ones(C);
+  if (!config.tie_word_embeddings) w.lm_head = make.matrix(V, C, 1);
+  return w;
+}
+
+}  // namespace tandem
