@@ -47,11 +47,10 @@ StepLayout lay_out(std::span<const SequenceStep> steps, const PagedKvCache& cach
       layout.slots.push_back(cache.slot(step.seq, start + j));
     }
     layout.slices.push_back({offset, count, start + count, cache.block_table(step.seq)});
-    if (step.all_logits) {
-      for (int j = 0; j < count; ++j) layout.logit_rows.push_back(offset + j);
-    } else {
-      layout.logit_rows.push_back(offset + count - 1);
-    }
+    require(step.logit_count >= 0 && step.logit_count <= count, ErrorKind::invalid_argument,
+            name + " asks logits for " + std::to_string(step.logit_count) + " of its " +
+                std::to_string(count) + " new tokens");
+    for (int j = count - step.logit_count; j < count; ++j) layout.logit_rows.push_back(offset + j);
   }
   return layout;
 }

@@ -21,7 +21,7 @@ namespace tandem {
 struct SequenceStep {
   SequenceId seq = 0;
   std::span<const int32_t> tokens;
-  bool all_logits = false;  // logits for every new token (verification), else the last only
+  int logit_count = 1;  // logits for the last logit_count new tokens (γ+1 to verify)
 };
 
 class LlamaModel {
@@ -31,7 +31,7 @@ class LlamaModel {
   // Runs the step, appending each sequence's K/V to the cache (the caller has
   // reserved room; an unreserved position is an Error naming the sequence).
   // Returns logits (R, V) in backend memory, valid until the next call: rows
-  // in step order, per step all its new tokens when all_logits, else one.
+  // in step order, per step the rows of its last logit_count new tokens.
   const float* forward(std::span<const SequenceStep> steps, PagedKvCache& cache);
   // Rows the last forward returned.
   int logit_rows() const { return logit_rows_; }

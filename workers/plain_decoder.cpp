@@ -45,7 +45,7 @@ DecodeStats decode_plain(LlamaModel& model, PagedKvCache& cache, const DecodeReq
   TokenSampler sampler(model.backend(), model.config().vocab_size);
 
   const auto start = Clock::now();
-  SequenceStep step{guard.seq, request.prompt, false};
+  SequenceStep step{guard.seq, request.prompt, 1};
   const float* logits = model.forward(std::span(&step, 1), cache);
   int64_t position = stats.prompt_tokens;
   int32_t token = sampler.pick(logits, request.sampling, position);

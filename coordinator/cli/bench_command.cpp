@@ -29,29 +29,18 @@ std::vector<int32_t> random_tokens(int count, int vocab, uint32_t seed) {
   return tokens;
 }
 
-// Seconds for `count` single-token steps from an empty context (llama-bench's tg).
-double time_decode(LlamaModel& model, PagedKvCache& cache, int count, uint32_t seed) {
+// Seconds to push `count` random tokens through one fresh sequence, `chunk`
+// tokens per forward step: chunk 1 is decoding (llama-bench's tg), chunk =
+// count is one prefill (its pp).
+double time_tokens(LlamaModel& model, PagedKvCache& cache, int count, int chunk, uint32_t seed) {
   const auto tokens = random_tokens(count, model.config().vocab_size, seed);
   const SequenceId seq = cache.create_sequence();
   require(cache.reserve(seq, count), ErrorKind::out_of_resources, "KV cache too small for bench");
   const auto start = Clock::now();
-  for (int i = 0; i < count; ++i) {
-    SequenceStep step{seq, std::span(&tokens[static_cast<size_t>(i)], 1), false};
+  for (int i = 0; i < count; i += chunk) {
+    SequenceStep step{seq, std::span(tokens).subspan(i, std::min(chunk, count - i)), 1};
     model.forward(std::span(&step, 1), cache);
   }
-  const double seconds = std::chrono::duration<double>(Clock::now() - start).count();
-  cache.release(seq);
-  return seconds;
-}
-
-// Seconds for one `count`-token prefill from an empty context (llama-bench's pp).
-double time_prefill(LlamaModel& model, PagedKvCache& cache, int count, uint32_t seed) {
-  const auto tokens = random_tokens(count, model.config().vocab_size, seed);
-  const SequenceId seq = cache.create_sequence();
-  require(cache.reserve(seq, count), ErrorKind::out_of_resources, "KV cache too small for bench");
-  const auto start = Clock::now();
-  SequenceStep step{seq, tokens, false};
-  model.forward(std::span(&step, 1), cache);
   const double seconds = std::chrono::duration<double>(Clock::now() - start).count();
   cache.release(seq);
   return seconds;
@@ -70,12 +59,13 @@ int bench_forward(const Words& words) {
           "--decode-tokens, --prompt-tokens and --repeats must be positive");
 
   // One untimed round warms caches, page tables and the BLAS thread pool.
-  time_decode(model, *open.cache, std::min(decode_tokens, 8), 99);
-  time_prefill(model, *open.cache, prompt_tokens, 99);
+  time_tokens(model, *open.cache, std::min(decode_tokens, 8), 1, 99);
+  time_tokens(model, *open.cache, prompt_tokens, prompt_tokens, 99);
   std::vector<double> decode, prefill;
   for (int r = 0; r < repeats; ++r) {
-    decode.push_back(decode_tokens / time_decode(model, *open.cache, decode_tokens, r));
-    prefill.push_back(prompt_tokens / time_prefill(model, *open.cache, prompt_tokens, r));
+    decode.push_back(decode_tokens / time_tokens(model, *open.cache, decode_tokens, 1, r));
+    prefill.push_back(prompt_tokens /
+                      time_tokens(model, *open.cache, prompt_tokens, prompt_tokens, r));
   }
 
   const ModelConfig& c = model.config();

@@ -22,6 +22,7 @@ void attend_one(const float* q_head, const SequenceSlice& slice, int kv_head, in
   for (int i = 0; i <= last; ++i) {
     const float* key = cache.k + slot_of(i) * slot_stride + static_cast<size_t>(kv_head) * D;
     float dot = 0.0f;
+#pragma omp simd reduction(+ : dot)
     for (int d = 0; d < D; ++d) dot += q_head[d] * key[d];
     scores[i] = dot * scale;
     max_score = std::max(max_score, scores[i]);

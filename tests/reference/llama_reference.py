@@ -44,19 +44,20 @@ VARIANTS = {
 }
 
 # Steps of the ragged batch, the same for every variant. Each op is
-# ["forward", [[seq, tokens, all_logits], ...]] or ["truncate", seq, length].
+# ["forward", [[seq, tokens, logit_count], ...]] or ["truncate", seq, length]:
+# logit_count trailing new tokens get logits (γ+1 when verifying, 1 when decoding).
 def make_scenario(rng, vocab):
     toks = lambda n: [int(t) for t in rng.integers(0, vocab, size=n)]
     return [
-        ["forward", [["a", toks(7), True], ["b", toks(3), False]]],            # two prefills
-        ["forward", [["a", toks(1), False], ["b", toks(4), True], ["c", toks(5), True]]],
-        ["forward", [["c", toks(1), True], ["a", toks(3), True], ["b", toks(1), False]]],
+        ["forward", [["a", toks(7), 7], ["b", toks(3), 1]]],                   # two prefills
+        ["forward", [["a", toks(1), 1], ["b", toks(4), 4], ["c", toks(5), 3]]],  # c: prompt + 2 drafts
+        ["forward", [["c", toks(1), 1], ["a", toks(3), 3], ["b", toks(1), 1]]],
         ["truncate", "a", 9],   # a rejected draft: drop a's last two positions
         ["truncate", "c", 4],
-        ["forward", [["a", toks(2), True], ["c", toks(3), True]]],
-        ["forward", [["b", toks(9), True], ["a", toks(1), False]]],            # b crosses blocks
-        ["forward", [["c", toks(1), False]]],                                  # batch-1 decode
-        ["forward", [["c", toks(1), True]]],
+        ["forward", [["a", toks(2), 2], ["c", toks(3), 3]]],
+        ["forward", [["b", toks(9), 9], ["a", toks(1), 1]]],                   # b crosses blocks
+        ["forward", [["c", toks(1), 1]]],                                      # batch-1 decode
+        ["forward", [["c", toks(2), 2]]],
     ]
 
 
@@ -212,14 +213,14 @@ def build_variant(out_dir, name, cfg, seed):
             steps.append({"truncate": op[1], "length": op[2]})
             continue
         rows = []
-        for seq, tokens, all_logits in op[1]:
+        for seq, tokens, logit_count in op[1]:
             history.setdefault(seq, [])
             start = len(history[seq])
             history[seq] = history[seq] + tokens
             logits = forward_full(cfg, weights, np.array(history[seq]))
-            wanted = range(start, len(history[seq])) if all_logits else [len(history[seq]) - 1]
+            wanted = range(len(history[seq]) - logit_count, len(history[seq]))
             rows.extend(logits[i].tolist() for i in wanted)
-        steps.append({"sequences": [{"seq": s, "tokens": t, "all_logits": a} for s, t, a in op[1]],
+        steps.append({"sequences": [{"seq": s, "tokens": t, "logit_count": a} for s, t, a in op[1]],
                       "logits": rows})
     with open(os.path.join(out_dir, name, "scenario.json"), "w") as f:
         json.dump({"steps": steps}, f)

@@ -13,6 +13,7 @@
 #include <filesystem>
 #include <fstream>
 #include <map>
+#include <unistd.h>
 #include <nlohmann/json.hpp>
 
 #include "common/error.h"
@@ -26,16 +27,25 @@ namespace {
 
 namespace fs = std::filesystem;
 
-// Written once per test binary run, into the build tree.
-const fs::path& reference_dir() {
-  static const fs::path dir = [] {
-    fs::path out = fs::path(TANDEM_BINARY_DIR) / "test-data" / "llama_reference";
+// Written once per test process into its own directory (ctest runs test
+// cases as parallel processes), removed when the process ends.
+struct ReferenceFiles {
+  fs::path dir;
+  ReferenceFiles() {
+    dir = fs::path(TANDEM_BINARY_DIR) / "test-data" / ("llama_reference-" + std::to_string(getpid()));
     const std::string command = std::string(TANDEM_PYTHON) + " " + TANDEM_SOURCE_DIR +
-                                "/tests/reference/llama_reference.py " + out.string();
-    if (std::system(command.c_str()) != 0) out.clear();
-    return out;
-  }();
-  return dir;
+                                "/tests/reference/llama_reference.py " + dir.string();
+    if (std::system(command.c_str()) != 0) dir.clear();
+  }
+  ~ReferenceFiles() {
+    std::error_code ignored;
+    if (!dir.empty()) fs::remove_all(dir, ignored);
+  }
+};
+
+const fs::path& reference_dir() {
+  static const ReferenceFiles files;
+  return files.dir;
 }
 
 // max |ours - ref| over a row, relative to the row's largest |ref|.
@@ -79,7 +89,7 @@ TEST_P(LlamaForward, MatchesNumpyReferenceThroughPagedCache) {
       if (!ids.count(name)) ids[name] = cache.create_sequence();
       const SequenceId seq = ids[name];
       ASSERT_TRUE(cache.reserve(seq, cache.length(seq) + static_cast<int>(tokens[i].size())));
-      steps.push_back({seq, tokens[i], s["all_logits"].get<bool>()});
+      steps.push_back({seq, tokens[i], s["logit_count"].get<int>()});
     }
     const float* logits = model.forward(steps, cache);
     const auto& expected = step["logits"];
@@ -112,14 +122,14 @@ TEST(LlamaForwardErrors, BadStepsAreRejectedWithoutTouchingTheCache) {
   const SequenceId seq = cache.create_sequence();
   ASSERT_TRUE(cache.reserve(seq, 8));
   const std::vector<int32_t> bad_token{3, 10};
-  SequenceStep step{seq, bad_token, false};
+  SequenceStep step{seq, bad_token, 1};
   EXPECT_THROW(model.forward(std::span(&step, 1), cache), Error);
   EXPECT_EQ(cache.length(seq), 0);
   const std::vector<int32_t> too_many(9, 1);  // reserved 8
   step.tokens = too_many;
   EXPECT_THROW(model.forward(std::span(&step, 1), cache), Error);
   const std::vector<int32_t> fine{1, 2};
-  SequenceStep twice[2] = {{seq, fine, false}, {seq, fine, false}};
+  SequenceStep twice[2] = {{seq, fine, 1}, {seq, fine, 1}};
   EXPECT_THROW(model.forward(twice, cache), Error);
   EXPECT_EQ(cache.length(seq), 0);
 }

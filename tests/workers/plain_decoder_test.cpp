@@ -57,7 +57,7 @@ TEST(PlainDecoder, GreedyEqualsArgmaxOfFullRecompute) {
   for (int32_t token : out) {
     const SequenceId seq = f.cache.create_sequence();
     ASSERT_TRUE(f.cache.reserve(seq, static_cast<int>(prefix.size())));
-    SequenceStep step{seq, prefix, false};
+    SequenceStep step{seq, prefix, 1};
     const float* logits = f.model.forward(std::span(&step, 1), f.cache);
     EXPECT_EQ(std::max_element(logits, logits + f.config.vocab_size) - logits, token);
     f.cache.release(seq);

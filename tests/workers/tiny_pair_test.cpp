@@ -38,7 +38,7 @@ struct Loaded {
   std::vector<float> window_logits(const std::vector<int32_t>& window) {
     const SequenceId seq = cache->create_sequence();
     EXPECT_TRUE(cache->reserve(seq, static_cast<int>(window.size())));
-    SequenceStep step{seq, window, true};
+    SequenceStep step{seq, window, static_cast<int>(window.size())};
     const float* logits = model->forward(std::span(&step, 1), *cache);
     std::vector<float> out(logits, logits + window.size() * model->config().vocab_size);
     cache->release(seq);
