@@ -18,7 +18,8 @@ void embedding(std::span<const int32_t> token_ids, const float* table, int C, fl
 // rmsnorm.cpp: out (T, C) = x / sqrt(mean(x^2) + eps) * weight (C).
 void rmsnorm(const float* x, const float* weight, int T, int C, float eps, float* out);
 
-// matmul.cpp: y (T, N) = x (T, Kin) · w (N, Kin)ᵀ + bias (N, optional). OpenBLAS.
+// matmul.cpp: y (T, N) = x (T, Kin) · w (N, Kin)ᵀ + bias (N, optional); each
+// element computed the same way whatever T is (batch-invariant).
 void matmul(const float* x, const float* w, const float* bias, int T, int Kin, int N, float* y);
 
 // rope.cpp: rotate-half rotary embedding of x (T, heads, D) in place.

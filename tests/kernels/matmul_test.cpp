@@ -1,0 +1,93 @@
+// The CPU matmul against OpenBLAS's sgemm (an independent implementation) and
+// a float64 loop, and its batch invariance: a row's result must not depend
+// on how many rows share the call or where the row sits.
+#include <cblas.h>
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstring>
+#include <random>
+#include <vector>
+
+#include "kernels/cpu/ops.h"
+
+namespace tandem {
+namespace {
+
+std::vector<float> random_vector(size_t n, uint32_t seed) {
+  std::mt19937 rng(seed);
+  std::normal_distribution<float> normal;
+  std::vector<float> v(n);
+  for (float& x : v) x = normal(rng);
+  return v;
+}
+
+struct Shape {
+  int T, Kin, N;
+};
+
+class MatmulShapes : public ::testing::TestWithParam<Shape> {};
+
+TEST_P(MatmulShapes, MatchesSgemmAndFloat64) {
+  const auto [T, Kin, N] = GetParam();
+  const auto x = random_vector(static_cast<size_t>(T) * Kin, 1);
+  const auto w = random_vector(static_cast<size_t>(N) * Kin, 2);
+  const auto bias = random_vector(static_cast<size_t>(N), 3);
+  std::vector<float> ours(static_cast<size_t>(T) * N), blas(ours.size());
+  cpu::matmul(x.data(), w.data(), bias.data(), T, Kin, N, ours.data());
+  cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, T, N, Kin, 1.0f, x.data(), Kin, w.data(),
+              Kin, 0.0f, blas.data(), N);
+  // Normalized error of a reduction: |ours - exact| / sqrt(Kin) with unit-
+  // variance inputs, where fp32 rounding is ~1e-7 per term.
+  double worst_exact = 0, worst_blas = 0;
+  for (int t = 0; t < T; ++t) {
+    for (int n = 0; n < N; ++n) {
+      double exact = bias[static_cast<size_t>(n)];
+      for (int k = 0; k < Kin; ++k)
+        exact += static_cast<double>(x[static_cast<size_t>(t) * Kin + k]) *
+                 w[static_cast<size_t>(n) * Kin + k];
+      const size_t i = static_cast<size_t>(t) * N + n;
+      worst_exact = std::max(worst_exact, std::abs(ours[i] - exact));
+      worst_blas = std::max(worst_blas, static_cast<double>(std::abs(ours[i] - (blas[i] + bias[static_cast<size_t>(n)]))));
+    }
+  }
+  EXPECT_LT(worst_exact / std::sqrt(Kin), 1e-5);
+  EXPECT_LT(worst_blas / std::sqrt(Kin), 1e-5);
+}
+
+INSTANTIATE_TEST_SUITE_P(Shapes, MatmulShapes,
+                         ::testing::Values(Shape{1, 64, 8}, Shape{1, 37, 7}, Shape{3, 16, 5},
+                                           Shape{7, 100, 13}, Shape{13, 256, 66},
+                                           Shape{64, 512, 129}, Shape{130, 48, 9}));
+
+TEST(Matmul, EveryRowIsIndependentOfItsBatch) {
+  const int Kin = 200, N = 37, max_T = 25;  // Kin leaves a tail; N a partial block
+  const auto x = random_vector(static_cast<size_t>(max_T) * Kin, 4);
+  const auto w = random_vector(static_cast<size_t>(N) * Kin, 5);
+  std::vector<float> alone(static_cast<size_t>(max_T) * N);
+  for (int t = 0; t < max_T; ++t)
+    cpu::matmul(x.data() + static_cast<size_t>(t) * Kin, w.data(), nullptr, 1, Kin, N,
+                alone.data() + static_cast<size_t>(t) * N);
+  for (int T = 1; T <= max_T; ++T) {
+    // Rows offset..offset+T-1 in one call must equal each row computed alone.
+    for (int offset : {0, max_T - T}) {
+      std::vector<float> batch(static_cast<size_t>(T) * N);
+      cpu::matmul(x.data() + static_cast<size_t>(offset) * Kin, w.data(), nullptr, T, Kin, N,
+                  batch.data());
+      EXPECT_EQ(std::memcmp(batch.data(), alone.data() + static_cast<size_t>(offset) * N,
+                            batch.size() * sizeof(float)),
+                0)
+          << "T=" << T << " offset=" << offset;
+    }
+  }
+}
+
+TEST(Matmul, NoRowsIsANoOp) {
+  const auto w = random_vector(16, 6);
+  float untouched = 42.0f;
+  cpu::matmul(nullptr, w.data(), nullptr, 0, 4, 4, &untouched);
+  EXPECT_EQ(untouched, 42.0f);
+}
+
+}  // namespace
+}  // namespace tandem
