@@ -91,8 +91,11 @@ int bench_forward(const Words& words) {
 int bench_command(const Words& words) {
   require(!words.empty(), ErrorKind::invalid_argument,
           "bench needs a suite: `tandem bench forward --model DIR|--dummy CONFIG`");
-  if (words[0] == "forward") return bench_forward(Words(words.begin() + 1, words.end()));
-  throw Error(ErrorKind::invalid_argument, "unknown bench suite '" + words[0] + "' (known: forward)");
+  const Words rest(words.begin() + 1, words.end());
+  if (words[0] == "forward") return bench_forward(rest);
+  if (words[0] == "matmul") return bench_matmul(rest);
+  throw Error(ErrorKind::invalid_argument,
+              "unknown bench suite '" + words[0] + "' (known: forward, matmul)");
 }
 
 }  // namespace tandem::cli

@@ -17,6 +17,7 @@ commands:
   tokenize  --model DIR --text T     print token ids as JSON (--decode: ids -> text)
   bench     forward --model DIR|--dummy CONFIG_JSON
                                      decode and prefill throughput of one model
+  bench     matmul                   our CPU matmul vs OpenBLAS sgemm, side by side
   help                               this text
 )";
 
