@@ -21,6 +21,7 @@
 #include <string>
 
 #include "kernels/sampling_params.h"
+#include "kernels/verify_types.h"
 
 namespace tandem {
 
@@ -126,6 +127,15 @@ class Backend {
 
   // argmax of each row of logits (rows, V); ties go to the lowest index.
   virtual void argmax(const float* logits, int rows, int V, int32_t* out) = 0;
+
+  // ---- speculative verification (Algorithm 1; see kernels/cpu/verify.h) ---
+  // out[b] = (accepted n, new token t) of blocks[b]; beta: empty or Σγ
+  // entries, β_j = Σ_x min(p_j(x)/l, q_j(x)) per drafted position.
+  virtual void verify(std::span<const VerifyBlock> blocks, int V, std::span<VerifyOutcome> out,
+                      std::span<float> beta) = 0;
+  // Temperature 0: accept while the target's argmax equals the draft.
+  virtual void verify_greedy(std::span<const GreedyBlock> blocks,
+                             std::span<VerifyOutcome> out) = 0;
 };
 
 std::unique_ptr<Backend> make_cpu_backend();

@@ -73,7 +73,7 @@ enum class RandomPurpose : uint32_t {
   // x_i ~ q_i: the draft model's sample of the token at position i.
   draft_sample = 1,
   // r_i ~ U(0,1): the accept/reject test of draft token x_i (accept iff
-  // r_i <= p_i(x_i) / q_i(x_i)), at x_i's position.
+  // r_i < p_i(x_i) / q_i(x_i), strictly), at x_i's position.
   accept = 2,
   // t ~ p': the target's own token at the position after the accepted prefix,
   // drawn from p_{n+1} or from the residual norm(max(0, p_{n+1} - q_{n+1})).

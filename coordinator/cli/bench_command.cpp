@@ -51,7 +51,7 @@ int bench_forward(const Words& words) {
   options.insert({"decode-tokens", "prompt-tokens", "repeats"});
   const Args args(words, options, {});
   OpenModel open = open_model(args);
-  LlamaModel& model = *open.model;
+  LlamaModel& model = *open.target.model;
   const int decode_tokens = static_cast<int>(args.get_int("decode-tokens", 64));
   const int prompt_tokens = static_cast<int>(args.get_int("prompt-tokens", 128));
   const int repeats = static_cast<int>(args.get_int("repeats", 5));
@@ -59,13 +59,13 @@ int bench_forward(const Words& words) {
           "--decode-tokens, --prompt-tokens and --repeats must be positive");
 
   // One untimed round warms caches, page tables and the BLAS thread pool.
-  time_tokens(model, *open.cache, std::min(decode_tokens, 8), 1, 99);
-  time_tokens(model, *open.cache, prompt_tokens, prompt_tokens, 99);
+  time_tokens(model, *open.target.cache, std::min(decode_tokens, 8), 1, 99);
+  time_tokens(model, *open.target.cache, prompt_tokens, prompt_tokens, 99);
   std::vector<double> decode, prefill;
   for (int r = 0; r < repeats; ++r) {
-    decode.push_back(decode_tokens / time_tokens(model, *open.cache, decode_tokens, 1, r));
+    decode.push_back(decode_tokens / time_tokens(model, *open.target.cache, decode_tokens, 1, r));
     prefill.push_back(prompt_tokens /
-                      time_tokens(model, *open.cache, prompt_tokens, prompt_tokens, r));
+                      time_tokens(model, *open.target.cache, prompt_tokens, prompt_tokens, r));
   }
 
   const ModelConfig& c = model.config();
@@ -94,8 +94,9 @@ int bench_command(const Words& words) {
   const Words rest(words.begin() + 1, words.end());
   if (words[0] == "forward") return bench_forward(rest);
   if (words[0] == "matmul") return bench_matmul(rest);
+  if (words[0] == "speculative") return bench_speculative(rest);
   throw Error(ErrorKind::invalid_argument,
-              "unknown bench suite '" + words[0] + "' (known: forward, matmul)");
+              "unknown bench suite '" + words[0] + "' (known: forward, matmul, speculative)");
 }
 
 }  // namespace tandem::cli

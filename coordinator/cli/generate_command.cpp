@@ -1,51 +1,129 @@
-// `tandem generate`: stream a completion of one prompt to stdout with plain
-// autoregressive decoding (the baseline speculative decoding must match).
+// `tandem generate`: stream a completion of one prompt to stdout.
+//
+// Without a drafter this is plain autoregressive decoding (the baseline).
+// With --draft DIR (a draft model) or --ngram (prompt lookup) it runs the
+// speculative engine, whose output is exactly the target's, and --stats
+// prints what speculation did.
+#include <chrono>
 #include <cstdio>
 #include <iostream>
+#include <memory>
 
 #include "common/error.h"
 #include "coordinator/cli/commands.h"
 #include "coordinator/cli/model_options.h"
 #include "workers/plain_decoder.h"
+#include "workers/speculation/model_drafter.h"
+#include "workers/speculation/ngram_drafter.h"
+#include "workers/speculation/speculative_engine.h"
 
 namespace tandem::cli {
+namespace {
 
-int generate_command(const Words& words) {
-  auto options = model_option_names();
-  options.insert({"prompt", "max-tokens", "temperature", "top-k", "top-p", "seed"});
-  const Args args(words, options, {"stats", "no-special"});
-  require(args.has("model"), ErrorKind::invalid_argument,
-          "generate needs --model DIR (a checkpoint with tokenizer.json)");
-  OpenModel open = open_model(args);
-  const Tokenizer& tokenizer = *open.tokenizer;
+GammaPolicy parse_gamma(const Args& args) {
+  GammaPolicy policy;
+  const std::string text = args.get("gamma", "4");
+  if (text == "auto") {
+    policy.automatic = true;
+    policy.gamma = static_cast<int>(args.get_int("max-gamma", 8));
+  } else {
+    policy.gamma = static_cast<int>(args.get_int("gamma", 4));
+  }
+  return policy;
+}
 
-  DecodeRequest request;
-  request.prompt = tokenizer.encode(args.require("prompt"), !args.has("no-special"));
-  request.max_new_tokens = static_cast<int>(args.get_int("max-tokens", 64));
-  request.sampling.temperature = static_cast<float>(args.get_double("temperature", 0.0));
-  request.sampling.top_k = static_cast<int>(args.get_int("top-k", 0));
-  request.sampling.top_p = static_cast<float>(args.get_double("top-p", 1.0));
-  request.sampling.seed = static_cast<uint64_t>(args.get_int("seed", 0));
-  require(request.sampling.temperature >= 0, ErrorKind::invalid_argument,
-          "--temperature must be >= 0 (0 = greedy)");
-  request.stop_ids = open.model->config().eos_token_ids;
-  if (auto eos = tokenizer.eos_id(); eos && request.stop_ids.empty()) request.stop_ids = {*eos};
-
-  StreamingDecoder text(tokenizer, /*skip_special=*/true);
-  const DecodeStats stats = decode_plain(*open.model, *open.cache, request, [&](int32_t token) {
-    std::cout << text.push(token) << std::flush;
-    return true;
-  });
+int run_plain(OpenModel& open, const DecodeRequest& request, StreamingDecoder& text, bool stats_wanted) {
+  const DecodeStats stats =
+      decode_plain(*open.target.model, *open.target.cache, request, [&](int32_t token) {
+        std::cout << text.push(token) << std::flush;
+        return true;
+      });
   std::cout << text.flush() << std::endl;
-
-  if (args.has("stats")) {
+  if (stats_wanted) {
     const int later = stats.new_tokens - 1;
     std::fprintf(stderr,
-                 "prompt %d tokens, %d new; first token after %.1f ms; %.1f tokens/s after it\n",
+                 "plain: prompt %d tokens, %d new; first token after %.1f ms; %.1f tokens/s "
+                 "after it\n",
                  stats.prompt_tokens, stats.new_tokens, stats.prefill_seconds * 1e3,
                  later > 0 && stats.decode_seconds > 0 ? later / stats.decode_seconds : 0.0);
   }
   return 0;
+}
+
+int run_speculative(OpenModel& open, Drafter& drafter, SpeculationRequest request,
+                    StreamingDecoder& text, bool stats_wanted) {
+  SpeculativeEngine engine(*open.target.model, *open.target.cache, drafter);
+  const int prompt_tokens = static_cast<int>(request.prompt.size());
+  const float lenience = request.lenience;
+  const SessionKey session = engine.add(std::move(request));
+  const auto start = std::chrono::steady_clock::now();
+  size_t shown = 0;
+  while (!engine.finished(session)) {
+    engine.step();
+    const auto& out = engine.output(session);
+    for (; shown < out.size(); ++shown) std::cout << text.push(out[shown]);
+    std::cout << std::flush;
+  }
+  std::cout << text.flush() << std::endl;
+  const double seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  const SpeculationResult result = engine.take(session);
+  if (stats_wanted) {
+    const SpeculationStats& s = result.stats;
+    std::fprintf(stderr,
+                 "speculative (%s drafter%s): prompt %d tokens, %zu new in %.3f s (%.1f tokens/s), "
+                 "finish %s\n"
+                 "  target steps %d, draft tokens %d, accepted %d, mean tokens per step %.2f\n"
+                 "  alpha %.3f (mean beta), c %.3f, last gamma %d\n",
+                 drafter.name().c_str(), lenience < 1.0f ? ", LOSSY: lenience < 1" : "",
+                 prompt_tokens, result.tokens.size(), seconds, result.tokens.size() / seconds,
+                 finish_reason_name(result.finish), s.target_steps, s.draft_tokens,
+                 s.accepted_tokens, s.tokens_per_step(), s.alpha(), engine.cost_ratio(),
+                 s.last_gamma);
+  }
+  return 0;
+}
+
+}  // namespace
+
+int generate_command(const Words& words) {
+  auto options = model_option_names();
+  options.insert({"prompt", "max-tokens", "temperature", "top-k", "top-p", "seed", "gamma",
+                  "max-gamma", "lenience"});
+  const Args args(words, options, {"stats", "no-special", "ngram"});
+  require(args.has("model"), ErrorKind::invalid_argument,
+          "generate needs --model DIR (a checkpoint with tokenizer.json)");
+  require(!(args.has("ngram") && (args.has("draft") || args.has("dummy-draft"))),
+          ErrorKind::invalid_argument, "give at most one drafter: --draft DIR or --ngram");
+  OpenModel open = open_model(args);
+  const Tokenizer& tokenizer = *open.target.tokenizer;
+
+  SamplingParams sampling;
+  sampling.temperature = static_cast<float>(args.get_double("temperature", 0.0));
+  sampling.top_k = static_cast<int>(args.get_int("top-k", 0));
+  sampling.top_p = static_cast<float>(args.get_double("top-p", 1.0));
+  sampling.seed = static_cast<uint64_t>(args.get_int("seed", 0));
+  require(sampling.temperature >= 0, ErrorKind::invalid_argument,
+          "--temperature must be >= 0 (0 = greedy)");
+  std::vector<int32_t> stop_ids = open.target.model->config().eos_token_ids;
+  if (auto eos = tokenizer.eos_id(); eos && stop_ids.empty()) stop_ids = {*eos};
+  const std::vector<int32_t> prompt = tokenizer.encode(args.require("prompt"), !args.has("no-special"));
+  const int max_tokens = static_cast<int>(args.get_int("max-tokens", 64));
+  StreamingDecoder text(tokenizer, /*skip_special=*/true);
+
+  std::unique_ptr<Drafter> drafter;
+  if (open.draft) drafter = std::make_unique<ModelDrafter>(*open.draft->model, *open.draft->cache);
+  if (args.has("ngram")) drafter = std::make_unique<NgramDrafter>();
+  if (!drafter) return run_plain(open, {prompt, max_tokens, sampling, stop_ids}, text, args.has("stats"));
+
+  SpeculationRequest request;
+  request.prompt = prompt;
+  request.max_new_tokens = max_tokens;
+  request.sampling = sampling;
+  request.stop_ids = stop_ids;
+  request.gamma = parse_gamma(args);
+  request.lenience = static_cast<float>(args.get_double("lenience", 1.0));
+  return run_speculative(open, *drafter, std::move(request), text, args.has("stats"));
 }
 
 }  // namespace tandem::cli

@@ -18,6 +18,10 @@ commands:
   bench     forward --model DIR|--dummy CONFIG_JSON
                                      decode and prefill throughput of one model
   bench     matmul                   our CPU matmul vs OpenBLAS sgemm, side by side
+  bench     speculative --model DIR --draft DIR
+                                     alpha, c, measured and predicted speed-up per gamma
+  generate  ... --draft DIR | --ngram [--gamma N|auto] [--lenience L]
+                                     speculative decoding (same output as the target alone)
   help                               this text
 )";
 

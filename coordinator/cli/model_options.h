@@ -1,8 +1,9 @@
 // The model options that `generate` and `bench` share: where the weights come
 // from (a Hugging Face directory, or `--dummy CONFIG` for random weights of
-// any published shape) and how big the KV cache is.
+// any published shape), an optional draft model, and the KV cache size.
 #pragma once
 
+#include <filesystem>
 #include <memory>
 #include <optional>
 #include <set>
@@ -19,14 +20,21 @@ namespace tandem::cli {
 // Option names (without "--") that open_model() reads.
 std::set<std::string> model_option_names();
 
-struct OpenModel {
-  std::unique_ptr<Backend> backend;
+// One model with its own KV cache.
+struct LoadedModel {
   std::unique_ptr<LlamaModel> model;
   std::unique_ptr<PagedKvCache> cache;
-  std::optional<Tokenizer> tokenizer;  // absent for --dummy
+  std::optional<Tokenizer> tokenizer;  // absent for dummy weights
+};
+
+struct OpenModel {
+  std::unique_ptr<Backend> backend;
+  LoadedModel target;
+  std::optional<LoadedModel> draft;  // with --draft DIR or --dummy-draft CONFIG
 };
 
 // --model DIR | --dummy CONFIG_JSON [--seed-weights N]
+// [--draft DIR | --dummy-draft CONFIG_JSON]
 // --kv-blocks N (default: enough for 8 full contexts, at most 4096 blocks) --block-size N
 OpenModel open_model(const Args& args);
 

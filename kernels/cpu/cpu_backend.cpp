@@ -7,6 +7,7 @@
 #include "kernels/backend.h"
 #include "kernels/cpu/ops.h"
 #include "kernels/cpu/sampling.h"
+#include "kernels/cpu/verify.h"
 
 namespace tandem {
 namespace {
@@ -69,6 +70,13 @@ class CpuBackend final : public Backend {
   }
   void argmax(const float* logits, int rows, int V, int32_t* out) override {
     cpu::argmax(logits, rows, V, out);
+  }
+  void verify(std::span<const VerifyBlock> blocks, int V, std::span<VerifyOutcome> out,
+              std::span<float> beta) override {
+    cpu::verify(blocks, V, out, beta);
+  }
+  void verify_greedy(std::span<const GreedyBlock> blocks, std::span<VerifyOutcome> out) override {
+    cpu::verify_greedy(blocks, out);
   }
 };
 

@@ -1,0 +1,162 @@
+// `tandem bench speculative`: the shape of the paper's Tables 2 and 4 on our
+// own models. For each drafter, temperature and γ: measured α and c, tokens
+// per target step, the speed-up over plain decoding of the same target
+// measured in the same run, and the speed-up Theorem 3.8 predicts from the
+// measured α and c. Sessions run one at a time (batch 1), as in the paper.
+#include <chrono>
+#include <cstdio>
+#include <fstream>
+#include <memory>
+#include <random>
+#include <sstream>
+
+#include "common/error.h"
+#include "coordinator/cli/commands.h"
+#include "coordinator/cli/model_options.h"
+#include "workers/plain_decoder.h"
+#include "workers/speculation/model_drafter.h"
+#include "workers/speculation/ngram_drafter.h"
+#include "workers/speculation/speculative_engine.h"
+
+namespace tandem::cli {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+const char* const kDefaultPrompts[] = {
+    "The history of the city",
+    "In the morning, the committee",
+    "She looked at the letter and",
+    "The results of the study show that",
+    "When the war was over, the",
+    "He said that the new law",
+    "The church stood on the hill",
+    "After dinner we walked down to the",
+};
+
+std::vector<std::vector<int32_t>> load_prompts(const Args& args, const OpenModel& open) {
+  std::vector<std::vector<int32_t>> prompts;
+  if (!open.target.tokenizer) {  // dummy weights: random token prompts
+    std::mt19937 rng(7);
+    std::uniform_int_distribution<int32_t> pick(0, open.target.model->config().vocab_size - 1);
+    for (int i = 0; i < 8; ++i) {
+      std::vector<int32_t> prompt(16);
+      for (auto& t : prompt) t = pick(rng);
+      prompts.push_back(prompt);
+    }
+    return prompts;
+  }
+  std::vector<std::string> texts(std::begin(kDefaultPrompts), std::end(kDefaultPrompts));
+  if (args.has("prompts-file")) {
+    std::ifstream file(args.get("prompts-file"));
+    require(file.good(), ErrorKind::not_found, "cannot open --prompts-file " + args.get("prompts-file"));
+    texts.clear();
+    for (std::string line; std::getline(file, line);)
+      if (!line.empty()) texts.push_back(line);
+  }
+  for (const auto& text : texts) prompts.push_back(open.target.tokenizer->encode(text));
+  return prompts;
+}
+
+struct Measured {
+  double seconds = 0;
+  long tokens = 0;
+  SpeculationStats stats;  // summed over prompts
+  double c = 0;
+};
+
+Measured run_plain(OpenModel& open, const std::vector<std::vector<int32_t>>& prompts, int n,
+                   SamplingParams sampling) {
+  Measured m;
+  for (size_t i = 0; i < prompts.size(); ++i) {
+    sampling.seed = i + 1;
+    const auto start = Clock::now();
+    const DecodeStats stats = decode_plain(*open.target.model, *open.target.cache,
+                                           {prompts[i], n, sampling, {}}, [](int32_t) { return true; });
+    m.seconds += std::chrono::duration<double>(Clock::now() - start).count();
+    m.tokens += stats.new_tokens;
+  }
+  return m;
+}
+
+Measured run_speculative(OpenModel& open, Drafter& drafter,
+                         const std::vector<std::vector<int32_t>>& prompts, int n,
+                         SamplingParams sampling, GammaPolicy gamma) {
+  Measured m;
+  SpeculativeEngine engine(*open.target.model, *open.target.cache, drafter);
+  for (size_t i = 0; i < prompts.size(); ++i) {
+    SpeculationRequest request;
+    request.prompt = prompts[i];
+    request.max_new_tokens = n;
+    request.sampling = sampling;
+    request.sampling.seed = i + 1;
+    request.gamma = gamma;
+    const auto start = Clock::now();
+    const SessionKey key = engine.add(std::move(request));
+    engine.run_to_completion();
+    m.seconds += std::chrono::duration<double>(Clock::now() - start).count();
+    const SpeculationResult result = engine.take(key);
+    m.tokens += static_cast<long>(result.tokens.size());
+    m.stats.target_steps += result.stats.target_steps;
+    m.stats.draft_tokens += result.stats.draft_tokens;
+    m.stats.accepted_tokens += result.stats.accepted_tokens;
+    m.stats.beta_sum += result.stats.beta_sum;
+    m.stats.beta_count += result.stats.beta_count;
+  }
+  m.c = engine.cost_ratio();
+  return m;
+}
+
+}  // namespace
+
+int bench_speculative(const Words& words) {
+  auto options = model_option_names();
+  options.insert({"max-tokens", "max-gamma", "temperatures", "prompts-file"});
+  const Args args(words, options, {"no-ngram"});
+  OpenModel open = open_model(args);
+  require(open.draft.has_value(), ErrorKind::invalid_argument,
+          "bench speculative needs a draft: --draft DIR or --dummy-draft CONFIG_JSON");
+  const auto prompts = load_prompts(args, open);
+  const int n = static_cast<int>(args.get_int("max-tokens", 64));
+  const int max_gamma = static_cast<int>(args.get_int("max-gamma", 8));
+  std::vector<float> temperatures;
+  for (std::stringstream list(args.get("temperatures", "0,1")); list.good();) {
+    std::string item;
+    std::getline(list, item, ',');
+    temperatures.push_back(std::stof(item));
+  }
+
+  ModelDrafter model_drafter(*open.draft->model, *open.draft->cache);
+  NgramDrafter ngram;
+  std::vector<Drafter*> drafters{&model_drafter};
+  if (!args.has("no-ngram")) drafters.push_back(&ngram);
+
+  std::printf("%zu prompts x %d new tokens each, batch 1, no stop tokens\n\n", prompts.size(), n);
+  std::printf("| drafter | T | gamma | alpha | c | tokens/step | speed-up measured | speed-up "
+              "predicted (Thm 3.8) |\n|---|---|---|---|---|---|---|---|\n");
+  for (float temperature : temperatures) {
+    SamplingParams sampling;
+    sampling.temperature = temperature;
+    const Measured base = run_plain(open, prompts, n, sampling);
+    const double base_per_token = base.seconds / base.tokens;
+    for (Drafter* drafter : drafters) {
+      for (int gamma = 1; gamma <= max_gamma + 1; ++gamma) {
+        const bool automatic = gamma == max_gamma + 1;
+        GammaPolicy policy{automatic, automatic ? max_gamma : gamma};
+        const Measured m = run_speculative(open, *drafter, prompts, n, sampling, policy);
+        const double alpha = m.stats.beta_count ? m.stats.beta_sum / m.stats.beta_count : 0;
+        const double measured = base_per_token / (m.seconds / m.tokens);
+        const std::string gamma_text = automatic ? "auto" : std::to_string(gamma);
+        const double predicted = automatic ? 0 : expected_speedup(alpha, m.c, gamma);
+        std::printf("| %s | %.1f | %s | %.3f | %.3f | %.2f | %.2fx | %s |\n",
+                    drafter->name().c_str(), temperature, gamma_text.c_str(), alpha, m.c,
+                    static_cast<double>(m.tokens) / m.stats.target_steps, measured,
+                    automatic ? "-" : (std::to_string(predicted).substr(0, 4) + "x").c_str());
+        std::fflush(stdout);
+      }
+    }
+  }
+  return 0;
+}
+
+}  // namespace tandem::cli

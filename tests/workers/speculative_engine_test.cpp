@@ -1,0 +1,222 @@
+// The speculative engine on small random models: lossless by construction,
+// whatever the drafter, γ, batch or sampling setting.
+#include "workers/speculation/speculative_engine.h"
+
+#include <gtest/gtest.h>
+
+#include "common/error.h"
+#include "workers/llama_weights.h"
+#include "workers/plain_decoder.h"
+#include "workers/speculation/model_drafter.h"
+#include "workers/speculation/ngram_drafter.h"
+
+namespace tandem {
+namespace {
+
+ModelConfig config_of(int hidden, int layers) {
+  ModelConfig c;
+  c.architecture = "LlamaForCausalLM";
+  c.hidden_size = hidden;
+  c.intermediate_size = hidden * 3 / 2;
+  c.num_layers = layers;
+  c.num_heads = 4;
+  c.num_kv_heads = 2;
+  c.head_dim = hidden / 4;
+  c.vocab_size = 96;
+  c.max_position_embeddings = 256;
+  return c;
+}
+
+// A random model and its own cache: exactness, not realism, is under test.
+struct Model {
+  Model(Backend& backend, ModelConfig config, uint64_t seed)
+      : cache(config, 256, 8, backend), model(config, make_dummy_weights(config, seed, backend), backend) {}
+  PagedKvCache cache;
+  LlamaModel model;
+};
+
+std::vector<std::vector<int32_t>> prompts() {
+  return {{1, 2, 3, 4, 5}, {7}, {9, 9, 9, 9, 9, 9, 9, 9, 9, 9, 9, 9, 9, 9, 9, 9, 9, 9, 9, 20},
+          {50, 51, 52, 50, 51, 52, 50}, {3, 14, 15, 92, 65, 35, 89, 79, 32, 38, 46, 26, 43}};
+}
+
+std::vector<int32_t> plain(Model& target, const std::vector<int32_t>& prompt, int n,
+                           SamplingParams sampling) {
+  DecodeRequest request{prompt, n, sampling, {}};
+  std::vector<int32_t> out;
+  decode_plain(target.model, target.cache, request, [&](int32_t t) {
+    out.push_back(t);
+    return true;
+  });
+  return out;
+}
+
+// Runs every prompt as one batch through the engine; outputs in prompt order.
+std::vector<SpeculationResult> speculative(Model& target, Drafter& drafter,
+                                           const std::vector<std::vector<int32_t>>& all, int n,
+                                           SamplingParams sampling, GammaPolicy gamma) {
+  SpeculativeEngine engine(target.model, target.cache, drafter);
+  std::vector<SessionKey> keys;
+  for (const auto& prompt : all) {
+    SpeculationRequest request;
+    request.prompt = prompt;
+    request.max_new_tokens = n;
+    request.sampling = sampling;
+    request.gamma = gamma;
+    keys.push_back(engine.add(request));
+  }
+  engine.run_to_completion();
+  std::vector<SpeculationResult> results;
+  for (SessionKey key : keys) results.push_back(engine.take(key));
+  return results;
+}
+
+TEST(SpeculativeEngine, GreedyOutputEqualsPlainGreedyForEveryGammaAndDrafter) {
+  auto backend = make_cpu_backend();
+  Model target(*backend, config_of(64, 2), 1);
+  Model draft(*backend, config_of(32, 1), 2);
+  SamplingParams greedy;
+  greedy.temperature = 0;
+  std::vector<std::vector<int32_t>> expected;
+  for (const auto& prompt : prompts()) expected.push_back(plain(target, prompt, 40, greedy));
+
+  ModelDrafter model_drafter(draft.model, draft.cache);
+  NgramDrafter ngram;
+  NoDrafter none;
+  for (Drafter* drafter : std::vector<Drafter*>{&model_drafter, &ngram, &none}) {
+    for (int gamma = 1; gamma <= 8; ++gamma) {
+      const auto results =
+          speculative(target, *drafter, prompts(), 40, greedy, GammaPolicy{false, gamma});
+      for (size_t i = 0; i < results.size(); ++i)
+        EXPECT_EQ(results[i].tokens, expected[i]) << drafter->name() << " gamma " << gamma;
+    }
+  }
+  EXPECT_EQ(target.cache.used_blocks(), 0);
+  EXPECT_EQ(draft.cache.used_blocks(), 0);
+}
+
+TEST(SpeculativeEngine, DraftEqualToTargetIsAlwaysAccepted) {
+  // Same weights: the draft's q rows equal the target's p rows bit for bit
+  // (the forward pass is batch-invariant), so min(1, p/q) = 1 everywhere.
+  auto backend = make_cpu_backend();
+  Model target(*backend, config_of(64, 2), 1);
+  Model draft(*backend, config_of(64, 2), 1);
+  ModelDrafter drafter(draft.model, draft.cache);
+  SamplingParams sampled;
+  sampled.temperature = 1.0f;
+  sampled.seed = 5;
+  const auto results = speculative(target, drafter, prompts(), 30, sampled, GammaPolicy{false, 5});
+  for (const auto& r : results) {
+    EXPECT_EQ(r.stats.accepted_tokens, r.stats.draft_tokens);
+    EXPECT_NEAR(r.stats.alpha(), 1.0, 1e-5);
+    EXPECT_EQ(r.tokens.size(), 30u);
+  }
+}
+
+TEST(SpeculativeEngine, WithoutDraftsSampledOutputIsPlainDecodingExactly) {
+  // γ = 0 draws the same Philox uniform at the same position from the same
+  // standardized row as plain decoding.
+  auto backend = make_cpu_backend();
+  Model target(*backend, config_of(64, 2), 1);
+  NoDrafter none;
+  SamplingParams sampled;
+  sampled.temperature = 0.8f;
+  sampled.top_k = 20;
+  sampled.top_p = 0.9f;
+  sampled.seed = 77;
+  const auto results = speculative(target, none, prompts(), 25, sampled, GammaPolicy{false, 4});
+  for (size_t i = 0; i < results.size(); ++i)
+    EXPECT_EQ(results[i].tokens, plain(target, prompts()[i], 25, sampled));
+}
+
+TEST(SpeculativeEngine, SeededSessionsReplayWhateverTheBatch) {
+  auto backend = make_cpu_backend();
+  Model target(*backend, config_of(64, 2), 1);
+  Model draft(*backend, config_of(32, 1), 2);
+  ModelDrafter drafter(draft.model, draft.cache);
+  SamplingParams sampled;
+  sampled.temperature = 1.0f;
+  sampled.seed = 123;
+  const auto batch = speculative(target, drafter, prompts(), 30, sampled, GammaPolicy{false, 3});
+  for (size_t i = 0; i < prompts().size(); ++i) {
+    const auto alone =
+        speculative(target, drafter, {prompts()[i]}, 30, sampled, GammaPolicy{false, 3});
+    EXPECT_EQ(alone[0].tokens, batch[i].tokens) << "prompt " << i;
+  }
+}
+
+TEST(SpeculativeEngine, StopTokensLengthAndCancellation) {
+  auto backend = make_cpu_backend();
+  Model target(*backend, config_of(64, 2), 1);
+  Model draft(*backend, config_of(64, 2), 1);  // always accepted: stops land mid-block
+  ModelDrafter drafter(draft.model, draft.cache);
+  SamplingParams greedy;
+  greedy.temperature = 0;
+  const auto free_run = plain(target, prompts()[0], 20, greedy);
+
+  SpeculativeEngine engine(target.model, target.cache, drafter);
+  SpeculationRequest request;
+  request.prompt = prompts()[0];
+  request.max_new_tokens = 20;
+  request.sampling = greedy;
+  request.gamma = GammaPolicy{false, 6};
+  request.stop_ids = {free_run[4]};
+  const SessionKey stopped = engine.add(request);
+  request.stop_ids.clear();
+  request.max_new_tokens = 7;
+  const SessionKey limited = engine.add(request);
+  request.max_new_tokens = 20;
+  const SessionKey cancelled = engine.add(request);
+  engine.step();
+  const SpeculationResult cancel = engine.take(cancelled);
+  EXPECT_EQ(cancel.finish, FinishReason::cancelled);
+  engine.run_to_completion();
+
+  const auto first_stop = std::find(free_run.begin(), free_run.end(), free_run[4]);
+  const SpeculationResult stop = engine.take(stopped);
+  EXPECT_EQ(stop.finish, FinishReason::stop);
+  EXPECT_EQ(stop.tokens, std::vector<int32_t>(free_run.begin(), first_stop + 1));
+  const SpeculationResult length = engine.take(limited);
+  EXPECT_EQ(length.finish, FinishReason::length);
+  EXPECT_EQ(length.tokens, std::vector<int32_t>(free_run.begin(), free_run.begin() + 7));
+  EXPECT_EQ(target.cache.used_blocks(), 0);
+  EXPECT_EQ(draft.cache.used_blocks(), 0);
+}
+
+TEST(SpeculativeEngine, BadRequestsAreRejectedNamingTheField) {
+  auto backend = make_cpu_backend();
+  Model target(*backend, config_of(64, 2), 1);
+  NoDrafter none;
+  SpeculativeEngine engine(target.model, target.cache, none);
+  auto expect_field = [&](SpeculationRequest request, const std::string& field) {
+    try {
+      engine.add(std::move(request));
+      FAIL() << "accepted a bad " << field;
+    } catch (const Error& error) {
+      EXPECT_EQ(error.kind(), ErrorKind::invalid_argument);
+      EXPECT_EQ(std::string(error.what()).rfind(field, 0), 0u) << error.what();
+    }
+  };
+  SpeculationRequest ok;
+  ok.prompt = {1, 2};
+  auto bad = ok;
+  bad.prompt = {};
+  expect_field(bad, "prompt");
+  bad = ok;
+  bad.prompt = {1, 96};
+  expect_field(bad, "prompt");
+  bad = ok;
+  bad.max_new_tokens = 0;
+  expect_field(bad, "max_tokens");
+  bad = ok;
+  bad.lenience = 0;
+  expect_field(bad, "lenience");
+  bad = ok;
+  bad.gamma.gamma = -1;
+  expect_field(bad, "gamma");
+  EXPECT_EQ(engine.running(), 0u);
+  EXPECT_EQ(target.cache.used_blocks(), 0);
+}
+
+}  // namespace
+}  // namespace tandem

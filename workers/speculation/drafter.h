@@ -1,0 +1,70 @@
+// Drafter: whatever proposes the γ tokens a target step verifies.
+//
+// Implementations: ModelDrafter (a small Llama, the paper's M_q), NgramDrafter
+// (prompt lookup: copy what followed the longest earlier match of the
+// context's suffix; the paper's §3.6 negligible-cost drafter) and NoDrafter
+// (plain decoding through the same engine path). A drafter keeps whatever
+// per-session state it needs (a KV cache, an index) keyed by session id, and
+// is told after every step how long the committed sequence now is.
+// Not thread-safe: the engine thread owns its drafter.
+#pragma once
+
+#include <cstdint>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "kernels/sampling_params.h"
+
+namespace tandem {
+
+using SessionKey = uint64_t;
+
+// One session's request for this step.
+struct DraftRequest {
+  SessionKey session = 0;
+  std::span<const int32_t> tokens;  // the committed sequence: prompt + output so far
+  int gamma = 0;                    // tokens wanted; a drafter may propose fewer
+  SamplingParams sampling;
+};
+
+// What a drafter proposes for one request.
+struct DraftProposal {
+  std::vector<int32_t> tokens;  // x_1..x_γ' (γ' <= the requested γ)
+  // (γ', V) standardized rows q_1..q_γ' each x_j was drawn from; empty when
+  // the drafter is deterministic (q one-hot at x_j) or the session is greedy.
+  std::vector<float> q;
+};
+
+class Drafter {
+ public:
+  virtual ~Drafter() = default;
+  virtual std::string name() const = 0;
+  // Proposals for every request at once (batched); proposals[i] answers
+  // requests[i]. Randomness: x_j at absolute position p is drawn with
+  // philox_uniform(seed, p, draft_sample).
+  virtual void propose(std::span<const DraftRequest> requests,
+                       std::vector<DraftProposal>& proposals) = 0;
+  // The session's committed sequence is now `length` tokens long (what was
+  // proposed beyond the accepted prefix is gone).
+  virtual void commit(SessionKey session, int length) = 0;
+  // The session ended: free everything it held.
+  virtual void release(SessionKey session) = 0;
+  // Seconds of the last propose() call, for the cost ratio c.
+  virtual double last_seconds() const = 0;
+};
+
+// Plain decoding: proposes nothing, so every step is one target token.
+class NoDrafter final : public Drafter {
+ public:
+  std::string name() const override { return "none"; }
+  void propose(std::span<const DraftRequest> requests,
+               std::vector<DraftProposal>& proposals) override {
+    proposals.assign(requests.size(), DraftProposal{});
+  }
+  void commit(SessionKey, int) override {}
+  void release(SessionKey) override {}
+  double last_seconds() const override { return 0; }
+};
+
+}  // namespace tandem

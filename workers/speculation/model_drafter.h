@@ -1,0 +1,40 @@
+// ModelDrafter: a small Llama (the paper's M_q) drafting γ tokens per session
+// with batched forward passes: one pass that catches each session's draft
+// cache up with its committed tokens and yields x_1, then one pass per
+// further token for the sessions that still want one.
+#pragma once
+
+#include <unordered_map>
+
+#include "workers/kv_cache.h"
+#include "workers/llama_model.h"
+#include "workers/speculation/drafter.h"
+
+namespace tandem {
+
+class ModelDrafter final : public Drafter {
+ public:
+  // The draft model and its own KV cache (the draft may live on another
+  // device than the target; here both are owned by the caller).
+  ModelDrafter(LlamaModel& model, PagedKvCache& cache);
+  ~ModelDrafter() override;
+  std::string name() const override { return "model"; }
+  void propose(std::span<const DraftRequest> requests,
+               std::vector<DraftProposal>& proposals) override;
+  void commit(SessionKey session, int length) override;
+  void release(SessionKey session) override;
+  double last_seconds() const override { return last_seconds_; }
+  int last_passes() const { return last_passes_; }
+
+ private:
+  SequenceId sequence_for(SessionKey session);
+
+  LlamaModel& model_;
+  PagedKvCache& cache_;
+  std::unordered_map<SessionKey, SequenceId> sequences_;
+  Buffer probs_;  // (V) one standardized row at a time
+  double last_seconds_ = 0;
+  int last_passes_ = 0;
+};
+
+}  // namespace tandem
