@@ -95,8 +95,9 @@ int bench_command(const Words& words) {
   if (words[0] == "forward") return bench_forward(rest);
   if (words[0] == "matmul") return bench_matmul(rest);
   if (words[0] == "speculative") return bench_speculative(rest);
-  throw Error(ErrorKind::invalid_argument,
-              "unknown bench suite '" + words[0] + "' (known: forward, matmul, speculative)");
+  if (words[0] == "steps") return bench_steps(rest);
+  throw Error(ErrorKind::invalid_argument, "unknown bench suite '" + words[0] +
+                                               "' (known: forward, matmul, speculative, steps)");
 }
 
 }  // namespace tandem::cli

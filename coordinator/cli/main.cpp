@@ -20,6 +20,8 @@ commands:
   bench     matmul                   our CPU matmul vs OpenBLAS sgemm, side by side
   bench     speculative --model DIR --draft DIR
                                      alpha, c, measured and predicted speed-up per gamma
+  bench     steps --dummy CONFIG [--dummy-draft CONFIG]
+                                     v(k): cost of k new tokens per sequence vs 1; c
   generate  ... --draft DIR | --ngram [--gamma N|auto] [--lenience L]
                                      speculative decoding (same output as the target alone)
   help                               this text

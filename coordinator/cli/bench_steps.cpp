@@ -1,0 +1,102 @@
+// `tandem bench steps`: what one target step costs as it carries more new
+// tokens per sequence. Theorem 3.8 assumes verifying γ+1 tokens costs the
+// same as decoding one; this prints v(k) = t(k new tokens per sequence) /
+// t(1) for k = 1..9 at each batch size, and with a draft the cost ratio
+// c = t_draft(1) / t_target(1), so the assumption can be checked on the
+// machine at hand.
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <random>
+#include <sstream>
+
+#include "common/error.h"
+#include "coordinator/cli/commands.h"
+#include "coordinator/cli/model_options.h"
+
+namespace tandem::cli {
+namespace {
+
+// Median seconds of one forward step in which each of `batch` sequences,
+// already holding `context` tokens, adds k tokens; the cache is truncated
+// back after every repeat so all repeats see the same state.
+double step_seconds(LoadedModel& m, int batch, int context, int k, int repeats) {
+  const int V = m.model->config().vocab_size;
+  std::mt19937 rng(static_cast<uint32_t>(batch * 100 + k));
+  std::uniform_int_distribution<int32_t> pick(0, V - 1);
+  std::vector<SequenceId> seqs;
+  std::vector<std::vector<int32_t>> prompts(static_cast<size_t>(batch)), news(static_cast<size_t>(batch));
+  for (int b = 0; b < batch; ++b) {
+    const SequenceId seq = m.cache->create_sequence();
+    require(m.cache->reserve(seq, context + k), ErrorKind::out_of_resources,
+            "KV cache too small: raise --kv-blocks");
+    prompts[static_cast<size_t>(b)].resize(static_cast<size_t>(context));
+    news[static_cast<size_t>(b)].resize(static_cast<size_t>(k));
+    for (auto& t : prompts[static_cast<size_t>(b)]) t = pick(rng);
+    for (auto& t : news[static_cast<size_t>(b)]) t = pick(rng);
+    SequenceStep prefill{seq, prompts[static_cast<size_t>(b)], 1};
+    m.model->forward(std::span(&prefill, 1), *m.cache);
+    seqs.push_back(seq);
+  }
+  std::vector<double> times;
+  for (int r = 0; r < repeats; ++r) {
+    std::vector<SequenceStep> steps;
+    for (int b = 0; b < batch; ++b) {
+      m.cache->reserve(seqs[static_cast<size_t>(b)], context + k);  // truncate freed the tail
+      steps.push_back({seqs[static_cast<size_t>(b)], news[static_cast<size_t>(b)], k});
+    }
+    const auto start = std::chrono::steady_clock::now();
+    m.model->forward(steps, *m.cache);
+    times.push_back(std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
+    for (SequenceId seq : seqs) m.cache->truncate(seq, context);
+  }
+  for (SequenceId seq : seqs) m.cache->release(seq);
+  std::sort(times.begin(), times.end());
+  return times[times.size() / 2];
+}
+
+}  // namespace
+
+int bench_steps(const Words& words) {
+  auto options = model_option_names();
+  options.insert({"batches", "context", "repeats", "max-k"});
+  const Args args(words, options, {});
+  OpenModel open = open_model(args);
+  const int context = static_cast<int>(args.get_int("context", 64));
+  const int repeats = static_cast<int>(args.get_int("repeats", 9));
+  const int max_k = static_cast<int>(args.get_int("max-k", 9));
+  std::vector<int> batches;
+  for (std::stringstream list(args.get("batches", "1,4,16")); list.good();) {
+    std::string item;
+    std::getline(list, item, ',');
+    batches.push_back(std::stoi(item));
+  }
+  const ModelConfig& c = open.target.model->config();
+  std::printf("target: %lld parameters, %.1f MB of fp32 weights per step; context %d tokens; "
+              "median of %d\n\n",
+              static_cast<long long>(c.parameter_count()),
+              open.target.model->weights().bytes_read_per_step() / 1e6, context, repeats);
+  std::printf("| batch | t(1) ms |");
+  for (int k = 2; k <= max_k; ++k) std::printf(" v(%d) |", k);
+  std::printf("\n|---|---|");
+  for (int k = 2; k <= max_k; ++k) std::printf("---|");
+  std::printf("\n");
+  for (int batch : batches) {
+    const double t1 = step_seconds(open.target, batch, context, 1, repeats);
+    std::printf("| %d | %.2f |", batch, t1 * 1e3);
+    for (int k = 2; k <= max_k; ++k)
+      std::printf(" %.2f |", step_seconds(open.target, batch, context, k, repeats) / t1);
+    std::printf("\n");
+    std::fflush(stdout);
+  }
+  if (open.draft) {
+    const double target = step_seconds(open.target, 1, context, 1, repeats);
+    const double draft = step_seconds(*open.draft, 1, context, 1, repeats);
+    std::printf("\ndraft: %lld parameters; t_draft(1) %.3f ms / t_target(1) %.3f ms: c = %.3f\n",
+                static_cast<long long>(open.draft->model->config().parameter_count()),
+                draft * 1e3, target * 1e3, draft / target);
+  }
+  return 0;
+}
+
+}  // namespace tandem::cli
