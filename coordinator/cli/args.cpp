@@ -1,5 +1,6 @@
 #include "coordinator/cli/args.h"
 
+#include <algorithm>
 #include <cstdlib>
 
 #include "common/error.h"
@@ -67,6 +68,24 @@ double Args::get_double(const std::string& name, double fallback) const {
   if (text.empty() || *end != '\0')
     throw Error(ErrorKind::invalid_argument, "--" + name + " wants a number, got '" + text + "'");
   return value;
+}
+
+std::vector<double> Args::get_numbers(const std::string& name, const std::string& fallback) const {
+  const std::string text = get(name, fallback);
+  std::vector<double> numbers;
+  size_t start = 0;
+  while (start <= text.size()) {
+    const size_t comma = std::min(text.find(',', start), text.size());
+    const std::string item = text.substr(start, comma - start);
+    char* end = nullptr;
+    const double value = std::strtod(item.c_str(), &end);
+    if (item.empty() || *end != '\0')
+      throw Error(ErrorKind::invalid_argument,
+                  "--" + name + " wants comma-separated numbers, got '" + text + "'");
+    numbers.push_back(value);
+    start = comma + 1;
+  }
+  return numbers;
 }
 
 }  // namespace tandem::cli

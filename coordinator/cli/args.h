@@ -23,6 +23,8 @@ class Args {
   std::string require(const std::string& name) const;  // throws naming --name
   long get_int(const std::string& name, long fallback) const;
   double get_double(const std::string& name, double fallback) const;
+  // A comma-separated list of numbers, e.g. --batches 1,4,16.
+  std::vector<double> get_numbers(const std::string& name, const std::string& fallback) const;
   const std::vector<std::string>& positional() const { return positional_; }
 
  private:

@@ -119,12 +119,7 @@ int bench_speculative(const Words& words) {
   const auto prompts = load_prompts(args, open);
   const int n = static_cast<int>(args.get_int("max-tokens", 64));
   const int max_gamma = static_cast<int>(args.get_int("max-gamma", 8));
-  std::vector<float> temperatures;
-  for (std::stringstream list(args.get("temperatures", "0,1")); list.good();) {
-    std::string item;
-    std::getline(list, item, ',');
-    temperatures.push_back(std::stof(item));
-  }
+  const std::vector<double> temperatures = args.get_numbers("temperatures", "0,1");
 
   ModelDrafter model_drafter(*open.draft->model, *open.draft->cache);
   NgramDrafter ngram;
@@ -134,9 +129,9 @@ int bench_speculative(const Words& words) {
   std::printf("%zu prompts x %d new tokens each, batch 1, no stop tokens\n\n", prompts.size(), n);
   std::printf("| drafter | T | gamma | alpha | c | tokens/step | speed-up measured | speed-up "
               "predicted (Thm 3.8) |\n|---|---|---|---|---|---|---|---|\n");
-  for (float temperature : temperatures) {
+  for (double temperature : temperatures) {
     SamplingParams sampling;
-    sampling.temperature = temperature;
+    sampling.temperature = static_cast<float>(temperature);
     const Measured base = run_plain(open, prompts, n, sampling);
     const double base_per_token = base.seconds / base.tokens;
     for (Drafter* drafter : drafters) {

@@ -66,11 +66,7 @@ int bench_steps(const Words& words) {
   const int repeats = static_cast<int>(args.get_int("repeats", 9));
   const int max_k = static_cast<int>(args.get_int("max-k", 9));
   std::vector<int> batches;
-  for (std::stringstream list(args.get("batches", "1,4,16")); list.good();) {
-    std::string item;
-    std::getline(list, item, ',');
-    batches.push_back(std::stoi(item));
-  }
+  for (double batch : args.get_numbers("batches", "1,4,16")) batches.push_back(static_cast<int>(batch));
   const ModelConfig& c = open.target.model->config();
   std::printf("target: %lld parameters, %.1f MB of fp32 weights per step; context %d tokens; "
               "median of %d\n\n",

@@ -20,6 +20,14 @@ TEST(Args, ReadsSpacedAndEqualsForms) {
   EXPECT_DOUBLE_EQ(args.get_double("temperature", 0.5), 0.5);
 }
 
+TEST(Args, ReadsNumberLists) {
+  const Args args({"--temperature", "0,0.7,1"}, {"temperature"}, {});
+  EXPECT_EQ(args.get_numbers("temperature", ""), (std::vector<double>{0, 0.7, 1}));
+  EXPECT_EQ(args.get_numbers("missing", "1,4"), (std::vector<double>{1, 4}));
+  EXPECT_THROW(Args({"--temperature", "1,,2"}, {"temperature"}, {}).get_numbers("temperature", ""),
+               Error);
+}
+
 TEST(Args, RejectsUnknownOptionByName) {
   try {
     parse({"--modle", "dir"});

@@ -5,6 +5,7 @@
 //
 // V is the vocabulary size throughout.
 #include "kernels/cpu/sampling.h"
+#include "tests/support/expect_error.h"
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
@@ -437,17 +438,7 @@ TEST_F(SampleRowStatistics, DetectsASlightlyWrongDistribution) {
 
 // ---- argument checks ---------------------------------------------------------
 
-// Runs f, expecting Error(invalid_argument) whose message names `name`.
-template <typename F>
-void expect_invalid(F&& f, const std::string& name) {
-  try {
-    f();
-    ADD_FAILURE() << "no error for " << name;
-  } catch (const Error& e) {
-    EXPECT_EQ(e.kind(), ErrorKind::invalid_argument);
-    EXPECT_THAT(e.what(), testing::HasSubstr(name));
-  }
-}
+using test_support::expect_invalid;
 
 TEST(SamplingArguments, BadParametersThrowNamingTheParameter) {
   const std::vector<float> logits{1.0f, 2.0f, 3.0f};

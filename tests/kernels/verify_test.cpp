@@ -32,6 +32,7 @@
 
 #include "common/error.h"
 #include "kernels/cpu/sampling.h"
+#include "tests/support/expect_error.h"
 #include "kernels/philox.h"
 #include "tests/support/statistics.h"
 
@@ -510,17 +511,7 @@ TEST(VerifyGreedy, AllMatchesFirstMismatchAndGammaZero) {
 
 // ---- argument checks --------------------------------------------------------------------
 
-// Runs f, expecting Error(invalid_argument) whose message names `name`.
-template <typename F>
-void expect_invalid(F&& f, const std::string& name) {
-  try {
-    f();
-    ADD_FAILURE() << "no error for " << name;
-  } catch (const Error& e) {
-    EXPECT_EQ(e.kind(), ErrorKind::invalid_argument);
-    EXPECT_THAT(e.what(), testing::HasSubstr(name));
-  }
-}
+using test_support::expect_invalid;
 
 TEST(VerifyArguments, BadInputsThrowNamingTheFieldAndWriteNothing) {
   const int V = 4;
