@@ -1,8 +1,9 @@
 // `tandem serve --config FILE`: run a YAML deployment.
 //
 // The HTTP server arrives with the coordinator issue; until then serve loads
-// the deployment's target model and streams a short demo completion, so that
-// `make serve` already exercises loading, tokenizing and decoding end to end.
+// the deployment's target (and draft) model and streams a short demo
+// completion with speculative decoding, so that `make serve` already
+// exercises loading, tokenizing, drafting and verification end to end.
 #include <yaml-cpp/yaml.h>
 
 #include <iostream>
@@ -26,11 +27,15 @@ int serve_command(const Words& words) {
   require(target && target.IsScalar(), ErrorKind::invalid_argument,
           config_path + ": missing key models.target.path (the target checkpoint directory)");
 
+  Words demo{"--model", target.as<std::string>(), "--prompt",
+             args.get("prompt", "The history of the city"), "--max-tokens",
+             args.get("max-tokens", "48"), "--stats"};
+  const YAML::Node draft = root["models"]["draft"]["path"];
+  if (draft && draft.IsScalar()) demo.insert(demo.end(), {"--draft", draft.as<std::string>(), "--gamma", "auto"});
   std::cerr << "tandem serve: the HTTP server is not built yet; running a demo completion on "
-            << target.as<std::string>() << "\n";
-  return generate_command({"--model", target.as<std::string>(), "--prompt",
-                           args.get("prompt", "The history of the city"), "--max-tokens",
-                           args.get("max-tokens", "48"), "--stats"});
+            << target.as<std::string>() << (draft ? " with draft " + draft.as<std::string>() : "")
+            << "\n";
+  return generate_command(demo);
 }
 
 }  // namespace tandem::cli

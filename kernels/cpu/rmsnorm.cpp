@@ -5,6 +5,7 @@
 namespace tandem::cpu {
 
 void rmsnorm(const float* x, const float* weight, int T, int C, float eps, float* out) {
+#pragma omp parallel for schedule(static) if (static_cast<long>(T) * C >= (1 << 16))
   for (int t = 0; t < T; ++t) {
     const float* row = x + static_cast<size_t>(t) * C;
     float* dst = out + static_cast<size_t>(t) * C;

@@ -9,15 +9,17 @@ namespace tandem::cpu {
 //   x'[i+D/2]   = x[i+D/2] cos(θ_i) + x[i] sin(θ_i),   θ_i = position · inv_freq[i].
 void rope(float* x, std::span<const int32_t> positions, int heads, int D, const float* inv_freq) {
   const int half = D / 2;
-  for (size_t t = 0; t < positions.size(); ++t) {
+  const long rows = static_cast<long>(positions.size());
+#pragma omp parallel for schedule(static) if (rows * heads * D >= (1 << 15))
+  for (long t = 0; t < rows; ++t) {
     // Angles in double: positions reach 10^5 and fp32 loses the phase there.
-    const double position = positions[t];
+    const double position = positions[static_cast<size_t>(t)];
     for (int i = 0; i < half; ++i) {
       const double angle = position * static_cast<double>(inv_freq[i]);
       const float cos_a = static_cast<float>(std::cos(angle));
       const float sin_a = static_cast<float>(std::sin(angle));
       for (int h = 0; h < heads; ++h) {
-        float* head = x + (t * heads + h) * static_cast<size_t>(D);
+        float* head = x + (static_cast<size_t>(t) * heads + h) * static_cast<size_t>(D);
         const float a = head[i];
         const float b = head[i + half];
         head[i] = a * cos_a - b * sin_a;

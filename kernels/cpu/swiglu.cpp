@@ -5,6 +5,8 @@
 namespace tandem::cpu {
 
 void swiglu(const float* gate_up, int T, int I, float* out) {
+  // Rows in parallel when a prefill brings many: exp is the costly part.
+#pragma omp parallel for schedule(static) if (static_cast<long>(T) * I >= (1 << 15))
   for (int t = 0; t < T; ++t) {
     const float* gate = gate_up + static_cast<size_t>(t) * 2 * I;
     const float* up = gate + I;
