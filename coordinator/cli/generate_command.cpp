@@ -78,7 +78,9 @@ int run_speculative(OpenModel& open, Drafter& drafter, SpeculationRequest reques
                  drafter.name().c_str(), lenience < 1.0f ? ", LOSSY: lenience < 1" : "",
                  prompt_tokens, result.tokens.size(), seconds, result.tokens.size() / seconds,
                  finish_reason_name(result.finish), s.target_steps, s.draft_tokens,
-                 s.accepted_tokens, s.tokens_per_step(), s.alpha(), engine.cost_ratio(),
+                 s.accepted_tokens,
+                 s.target_steps ? static_cast<double>(result.tokens.size()) / s.target_steps : 0.0,
+                 s.alpha(), engine.cost_ratio(),
                  s.last_gamma);
   }
   return 0;

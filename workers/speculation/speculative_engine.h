@@ -41,7 +41,7 @@ struct SpeculationRequest {
 struct SpeculationStats {
   int target_steps = 0;      // verification passes this session took part in
   int draft_tokens = 0;      // Σ γ proposed
-  int accepted_tokens = 0;   // Σ n accepted
+  int accepted_tokens = 0;   // Σ n accepted by verification (before stop rules cut a block)
   double beta_sum = 0;       // Σ β over verified draft positions (α estimate)
   int beta_count = 0;
   double draft_seconds = 0;  // wall time of the steps' draft and verify phases
@@ -49,10 +49,6 @@ struct SpeculationStats {
   int last_gamma = 0;
 
   double alpha() const { return beta_count ? beta_sum / beta_count : 0.0; }
-  // Mean tokens per target step: accepted drafts plus the target's own token.
-  double tokens_per_step() const {
-    return target_steps ? static_cast<double>(accepted_tokens + target_steps) / target_steps : 0.0;
-  }
 };
 
 enum class FinishReason { running, length, stop, context, cancelled };
