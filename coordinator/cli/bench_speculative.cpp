@@ -13,6 +13,7 @@
 #include "common/error.h"
 #include "coordinator/cli/commands.h"
 #include "coordinator/cli/model_options.h"
+#include "coordinator/cli/step_timer.h"
 #include "workers/plain_decoder.h"
 #include "workers/speculation/model_drafter.h"
 #include "workers/speculation/ngram_drafter.h"
@@ -126,9 +127,17 @@ int bench_speculative(const Words& words) {
   std::vector<Drafter*> drafters{&model_drafter};
   if (!args.has("no-ngram")) drafters.push_back(&ngram);
 
-  std::printf("%zu prompts x %d new tokens each, batch 1, no stop tokens\n\n", prompts.size(), n);
-  std::printf("| drafter | T | gamma | alpha | c | tokens/step | speed-up measured | speed-up "
-              "predicted (Thm 3.8) |\n|---|---|---|---|---|---|---|---|\n");
+  // v(k): a target step over k new tokens relative to one (Theorem 3.8
+  // assumes 1); the DESIGN cost model divides by γc + v(γ+1) instead of γc + 1.
+  std::vector<double> v{0.0, 1.0};
+  const double t1 = step_seconds(open.target, 1, 32, 1, 15);
+  for (int k = 2; k <= max_gamma + 1; ++k) v.push_back(step_seconds(open.target, 1, 32, k, 15) / t1);
+  std::printf("%zu prompts x %d new tokens each, batch 1, no stop tokens; v(k) =", prompts.size(), n);
+  for (int k = 2; k <= max_gamma + 1; ++k) std::printf(" %.2f", v[static_cast<size_t>(k)]);
+  std::printf(" for k = 2..%d\n\n", max_gamma + 1);
+  std::printf("| drafter | T | gamma | drafted/step | alpha | c | tokens/step | speed-up measured | "
+              "predicted (Thm 3.8) | predicted with v(gamma+1) |\n"
+              "|---|---|---|---|---|---|---|---|---|---|\n");
   for (double temperature : temperatures) {
     SamplingParams sampling;
     sampling.temperature = static_cast<float>(temperature);
@@ -142,11 +151,15 @@ int bench_speculative(const Words& words) {
         const double alpha = m.stats.beta_count ? m.stats.beta_sum / m.stats.beta_count : 0;
         const double measured = base_per_token / (m.seconds / m.tokens);
         const std::string gamma_text = automatic ? "auto" : std::to_string(gamma);
-        const double predicted = automatic ? 0 : expected_speedup(alpha, m.c, gamma);
-        std::printf("| %s | %.1f | %s | %.3f | %.3f | %.2f | %.2fx | %s |\n",
-                    drafter->name().c_str(), temperature, gamma_text.c_str(), alpha, m.c,
+        auto show = [&](double x) { return automatic ? std::string("-") : std::to_string(x).substr(0, 4) + "x"; };
+        const double theorem = expected_speedup(alpha, m.c, gamma);
+        const double with_v = expected_tokens_per_step(alpha, gamma) /
+                              (gamma * m.c + v[static_cast<size_t>(std::min(gamma + 1, max_gamma + 1))]);
+        std::printf("| %s | %.1f | %s | %.2f | %.3f | %.3f | %.2f | %.2fx | %s | %s |\n",
+                    drafter->name().c_str(), temperature, gamma_text.c_str(),
+                    static_cast<double>(m.stats.draft_tokens) / m.stats.target_steps, alpha, m.c,
                     static_cast<double>(m.tokens) / m.stats.target_steps, measured,
-                    automatic ? "-" : (std::to_string(predicted).substr(0, 4) + "x").c_str());
+                    show(theorem).c_str(), show(with_v).c_str());
         std::fflush(stdout);
       }
     }

@@ -13,13 +13,11 @@
 #include "common/error.h"
 #include "coordinator/cli/commands.h"
 #include "coordinator/cli/model_options.h"
+#include "coordinator/cli/step_timer.h"
 
 namespace tandem::cli {
-namespace {
-
-// Median seconds of one forward step in which each of `batch` sequences,
-// already holding `context` tokens, adds k tokens; the cache is truncated
-// back after every repeat so all repeats see the same state.
+// The cache is truncated back after every repeat, so all repeats see the
+// same state.
 double step_seconds(LoadedModel& m, int batch, int context, int k, int repeats) {
   const int V = m.model->config().vocab_size;
   std::mt19937 rng(static_cast<uint32_t>(batch * 100 + k));
@@ -54,8 +52,6 @@ double step_seconds(LoadedModel& m, int batch, int context, int k, int repeats) 
   std::sort(times.begin(), times.end());
   return times[times.size() / 2];
 }
-
-}  // namespace
 
 int bench_steps(const Words& words) {
   auto options = model_option_names();
