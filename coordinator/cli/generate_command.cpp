@@ -6,6 +6,7 @@
 // prints what speculation did.
 #include <chrono>
 #include <cstdio>
+#include <cstdlib>
 #include <iostream>
 #include <memory>
 
@@ -27,7 +28,10 @@ GammaPolicy parse_gamma(const Args& args) {
     policy.automatic = true;
     policy.gamma = static_cast<int>(args.get_int("max-gamma", 8));
   } else {
-    policy.gamma = static_cast<int>(args.get_int("gamma", 4));
+    char* end = nullptr;
+    policy.gamma = static_cast<int>(std::strtol(text.c_str(), &end, 10));
+    require(!text.empty() && *end == '\0' && policy.gamma >= 0, ErrorKind::invalid_argument,
+            "--gamma wants a draft length >= 0 or 'auto', got '" + text + "'");
   }
   return policy;
 }
