@@ -6,6 +6,7 @@
 // code) without parsing the message.
 #pragma once
 
+#include <concepts>
 #include <stdexcept>
 #include <string>
 
@@ -34,6 +35,14 @@ class Error : public std::runtime_error {
 // boundaries where data enters (files, requests, configs), not for asserts.
 inline void require(bool condition, ErrorKind kind, const std::string& message) {
   if (!condition) throw Error(kind, message);
+}
+
+// The same, with the message built only on failure: for checks on hot paths
+// (every token of every step), where formatting a string each time would
+// cost more than the check. require(ok, kind, [&] { return "..." + ...; }).
+template <std::invocable MakeMessage>
+inline void require(bool condition, ErrorKind kind, MakeMessage&& make_message) {
+  if (!condition) throw Error(kind, make_message());
 }
 
 }  // namespace tandem

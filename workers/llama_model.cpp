@@ -24,32 +24,37 @@ StepLayout lay_out(std::span<const SequenceStep> steps, const PagedKvCache& cach
   StepLayout layout;
   std::unordered_set<SequenceId> seen;
   for (const SequenceStep& step : steps) {
-    const std::string name = "sequence " + std::to_string(step.seq);
-    require(seen.insert(step.seq).second, ErrorKind::invalid_argument,
-            name + " appears twice in one step");
-    require(!step.tokens.empty(), ErrorKind::invalid_argument, name + " adds no tokens");
+    // Messages are built only on failure: this runs for every token of every step.
+    auto name = [&] { return "sequence " + std::to_string(step.seq); };
     const int start = cache.length(step.seq);
     const int count = static_cast<int>(step.tokens.size());
-    require(start + count <= cache.capacity(step.seq), ErrorKind::internal,
-            name + " needs " + std::to_string(start + count) + " KV positions but reserved " +
-                std::to_string(cache.capacity(step.seq)) + " (reserve before forward)");
-    require(start + count <= max_positions, ErrorKind::invalid_argument,
-            name + " would reach position " + std::to_string(start + count) +
-                ", past the model's max_position_embeddings " + std::to_string(max_positions));
+    require(seen.insert(step.seq).second, ErrorKind::invalid_argument,
+            [&] { return name() + " appears twice in one step"; });
+    require(count > 0, ErrorKind::invalid_argument, [&] { return name() + " adds no tokens"; });
+    require(start + count <= cache.capacity(step.seq), ErrorKind::internal, [&] {
+      return name() + " needs " + std::to_string(start + count) + " KV positions but reserved " +
+             std::to_string(cache.capacity(step.seq)) + " (reserve before forward)";
+    });
+    require(start + count <= max_positions, ErrorKind::invalid_argument, [&] {
+      return name() + " would reach position " + std::to_string(start + count) +
+             ", past the model's max_position_embeddings " + std::to_string(max_positions);
+    });
+    require(step.logit_count >= 0 && step.logit_count <= count, ErrorKind::invalid_argument, [&] {
+      return name() + " asks logits for " + std::to_string(step.logit_count) + " of its " +
+             std::to_string(count) + " new tokens";
+    });
     const int offset = static_cast<int>(layout.tokens.size());
     for (int j = 0; j < count; ++j) {
       const int32_t token = step.tokens[static_cast<size_t>(j)];
-      require(token >= 0 && token < V, ErrorKind::invalid_argument,
-              name + " has token id " + std::to_string(token) + " outside the vocabulary [0, " +
-                  std::to_string(V) + ")");
+      require(token >= 0 && token < V, ErrorKind::invalid_argument, [&] {
+        return name() + " has token id " + std::to_string(token) +
+               " outside the vocabulary [0, " + std::to_string(V) + ")";
+      });
       layout.tokens.push_back(token);
       layout.positions.push_back(start + j);
       layout.slots.push_back(cache.slot(step.seq, start + j));
     }
     layout.slices.push_back({offset, count, start + count, cache.block_table(step.seq)});
-    require(step.logit_count >= 0 && step.logit_count <= count, ErrorKind::invalid_argument,
-            name + " asks logits for " + std::to_string(step.logit_count) + " of its " +
-                std::to_string(count) + " new tokens");
     for (int j = count - step.logit_count; j < count; ++j) layout.logit_rows.push_back(offset + j);
   }
   return layout;

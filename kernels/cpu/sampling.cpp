@@ -281,17 +281,17 @@ int32_t sample_row(const float* probs, int V, double u) {
   check_vocab(V);
   require(probs != nullptr, ErrorKind::invalid_argument, "sample_row: probs must not be null");
   // Messages are built only on failure: this runs once per sampled token.
-  if (!(u >= 0.0 && u < 1.0))
-    throw Error(ErrorKind::invalid_argument,
-                "u must be a uniform in [0, 1), got " + show(u) + "; draw it with philox_uniform");
+  require(u >= 0.0 && u < 1.0, ErrorKind::invalid_argument, [&] {
+    return "u must be a uniform in [0, 1), got " + show(u) + "; draw it with philox_uniform";
+  });
   double total = 0.0;
   for (int i = 0; i < V; ++i) {
     if (probs[i] > 0.0f) total += probs[i];  // skips zeros, negatives and NaN
   }
-  if (!(total > 0.0 && std::isfinite(total)))
-    throw Error(ErrorKind::invalid_argument,
-                "sample_row: the probability row has no positive finite mass (total " +
-                    show(total) + "); standardize the logits first");
+  require(total > 0.0 && std::isfinite(total), ErrorKind::invalid_argument, [&] {
+    return "sample_row: the probability row has no positive finite mass (total " + show(total) +
+           "); standardize the logits first";
+  });
   const double target = u * total;
   double cum = 0.0;
   int32_t last_positive = 0;
