@@ -17,6 +17,7 @@
 #include <nlohmann/json.hpp>
 
 #include "common/error.h"
+#include "tests/support/small_model.h"
 #include "workers/kv_cache.h"
 #include "workers/llama_model.h"
 #include "workers/llama_weights.h"
@@ -107,15 +108,7 @@ TEST_P(LlamaForward, MatchesNumpyReferenceThroughPagedCache) {
 INSTANTIATE_TEST_SUITE_P(Variants, LlamaForward, ::testing::Values("llama_gqa", "qwen2_bias"));
 
 TEST(LlamaForwardErrors, BadStepsAreRejectedWithoutTouchingTheCache) {
-  ModelConfig config;
-  config.hidden_size = 8;
-  config.intermediate_size = 8;
-  config.num_layers = 1;
-  config.num_heads = 2;
-  config.num_kv_heads = 1;
-  config.head_dim = 4;
-  config.vocab_size = 10;
-  config.max_position_embeddings = 16;
+  const ModelConfig config = test_support::small_llama(8, 1, 10, 16);
   auto backend = make_cpu_backend();
   PagedKvCache cache(config, 8, 4, *backend);
   LlamaModel model(config, make_dummy_weights(config, 7, *backend), *backend);

@@ -8,24 +8,13 @@
 #include <algorithm>
 
 #include "common/error.h"
+#include "tests/support/small_model.h"
 #include "workers/llama_weights.h"
 
 namespace tandem {
 namespace {
 
-ModelConfig small_config() {
-  ModelConfig c;
-  c.architecture = "LlamaForCausalLM";
-  c.hidden_size = 32;
-  c.intermediate_size = 48;
-  c.num_layers = 2;
-  c.num_heads = 4;
-  c.num_kv_heads = 2;
-  c.head_dim = 8;
-  c.vocab_size = 64;
-  c.max_position_embeddings = 128;
-  return c;
-}
+ModelConfig small_config() { return test_support::small_llama(32, 2, 64, 128); }
 
 struct Fixture {
   std::unique_ptr<Backend> backend = make_cpu_backend();

@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include "common/error.h"
+#include "tests/support/small_model.h"
 #include "workers/llama_weights.h"
 #include "workers/plain_decoder.h"
 #include "workers/speculation/model_drafter.h"
@@ -14,17 +15,7 @@ namespace tandem {
 namespace {
 
 ModelConfig config_of(int hidden, int layers) {
-  ModelConfig c;
-  c.architecture = "LlamaForCausalLM";
-  c.hidden_size = hidden;
-  c.intermediate_size = hidden * 3 / 2;
-  c.num_layers = layers;
-  c.num_heads = 4;
-  c.num_kv_heads = 2;
-  c.head_dim = hidden / 4;
-  c.vocab_size = 96;
-  c.max_position_embeddings = 256;
-  return c;
+  return test_support::small_llama(hidden, layers, 96, 256);
 }
 
 // A random model and its own cache: exactness, not realism, is under test.

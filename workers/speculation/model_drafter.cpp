@@ -35,6 +35,7 @@ void ModelDrafter::propose(std::span<const DraftRequest> requests,
   // the committed tokens its cache lacks, later its last drafted token.
   std::vector<size_t> drafting;  // indices into requests
   std::vector<std::vector<int32_t>> pending(requests.size());
+  std::vector<int> gammas(requests.size(), 0);  // what each request will get
   for (size_t i = 0; i < requests.size(); ++i) {
     const DraftRequest& r = requests[i];
     if (r.gamma <= 0) continue;
@@ -43,11 +44,13 @@ void ModelDrafter::propose(std::span<const DraftRequest> requests,
     require(cached < static_cast<int>(r.tokens.size()), ErrorKind::internal,
             "draft cache of session " + std::to_string(r.session) + " is not behind its tokens");
     pending[i].assign(r.tokens.begin() + cached, r.tokens.end());
+    // The draft's own context may be shorter than the target's.
     const int gamma = std::min(r.gamma, model_.config().max_position_embeddings -
                                             static_cast<int>(r.tokens.size()));
     if (gamma <= 0) continue;
     // Room for the catch-up and γ-1 drafted tokens (x_γ is never fed).
     if (!cache_.reserve(seq, static_cast<int>(r.tokens.size()) + gamma - 1)) continue;
+    gammas[i] = gamma;
     drafting.push_back(i);
   }
 
@@ -77,9 +80,7 @@ void ModelDrafter::propose(std::span<const DraftRequest> requests,
         token = cpu::sample_row(out.q.data() + offset, V, u);
       }
       out.tokens.push_back(token);
-      const int gamma = std::min(r.gamma, model_.config().max_position_embeddings -
-                                              static_cast<int>(r.tokens.size()));
-      if (static_cast<int>(out.tokens.size()) < gamma) {
+      if (static_cast<int>(out.tokens.size()) < gammas[i]) {
         pending[i] = {token};
         still.push_back(i);
       }

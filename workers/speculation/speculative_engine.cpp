@@ -98,26 +98,56 @@ void SpeculativeEngine::finish(Session& session, FinishReason reason) {
   drafter_.release(session.key);
 }
 
+int SpeculativeEngine::choose_gamma(Session& s) {
+  const SpeculationStats& stats = s.result.stats;
+  int gamma = s.request.gamma.choose(stats.beta_sum, stats.beta_count, cost_ratio_);
+  if (s.request.gamma.automatic && gamma == 0 && ++s.steps_at_zero_gamma % kProbeEvery == 0)
+    gamma = 1;
+  // Each step emits at least one token, so drafting past max_tokens - 1 more
+  // (or past the context) would only be thrown away.
+  const int length = static_cast<int>(s.tokens.size());
+  gamma = std::min({gamma, s.request.max_new_tokens - s.generated() - 1,
+                    target_.config().max_position_embeddings - length});
+  s.result.stats.last_gamma = std::max(gamma, 0);
+  return gamma;
+}
+
+void SpeculativeEngine::commit(Session& s, std::span<const int32_t> accepted, int32_t token) {
+  std::vector<int32_t> emitted(accepted.begin(), accepted.end());
+  emitted.push_back(token);
+  const auto& stops = s.request.stop_ids;
+  for (int32_t t : emitted) {
+    s.tokens.push_back(t);
+    s.result.tokens.push_back(t);
+    FinishReason reason = FinishReason::running;
+    if (std::find(stops.begin(), stops.end(), t) != stops.end()) {
+      reason = FinishReason::stop;
+    } else if (s.generated() >= s.request.max_new_tokens) {
+      reason = FinishReason::length;
+    } else if (static_cast<int>(s.tokens.size()) >= target_.config().max_position_embeddings) {
+      reason = FinishReason::context;
+    }
+    if (reason != FinishReason::running) return finish(s, reason);
+  }
+  // Keep the target's K/V for committed tokens but the last (fed next step).
+  const int committed = static_cast<int>(s.tokens.size());
+  cache_.truncate(s.seq, std::min(cache_.length(s.seq), committed - 1));
+  drafter_.commit(s.key, committed);
+}
+
 void SpeculativeEngine::step() {
   std::vector<Session*> batch;
   for (auto& [key, session] : sessions_)
     if (session->running()) batch.push_back(session.get());
   if (batch.empty()) return;
   const int V = target_.config().vocab_size;
-  const int max_positions = target_.config().max_position_embeddings;
 
   // 1. Draft: γ per session from its policy, never past what it may still emit.
   std::vector<DraftRequest> requests;
   std::vector<size_t> requester;  // batch index of each request
   for (size_t i = 0; i < batch.size(); ++i) {
     Session& s = *batch[i];
-    const SpeculationStats& stats = s.result.stats;
-    int gamma = s.request.gamma.choose(stats.beta_sum, stats.beta_count, cost_ratio_);
-    if (s.request.gamma.automatic && gamma == 0 && ++s.steps_at_zero_gamma % kProbeEvery == 0)
-      gamma = 1;
-    const int length = static_cast<int>(s.tokens.size());
-    gamma = std::min({gamma, s.request.max_new_tokens - s.generated() - 1, max_positions - length});
-    s.result.stats.last_gamma = std::max(gamma, 0);
+    const int gamma = choose_gamma(s);
     if (gamma > 0) {
       requests.push_back({s.key, s.tokens, gamma, s.request.sampling});
       requester.push_back(i);
@@ -218,31 +248,8 @@ void SpeculativeEngine::step() {
     stats.draft_seconds += draft_seconds;
     stats.target_seconds += target_seconds;
 
-    std::vector<int32_t> emitted(proposals[i].tokens.begin(),
-                                 proposals[i].tokens.begin() + outcome.accepted);
-    emitted.push_back(outcome.token);
-    FinishReason reason = FinishReason::running;
-    for (int32_t token : emitted) {
-      s.tokens.push_back(token);
-      s.result.tokens.push_back(token);
-      const auto& stops = s.request.stop_ids;
-      if (std::find(stops.begin(), stops.end(), token) != stops.end()) {
-        reason = FinishReason::stop;
-      } else if (s.generated() >= s.request.max_new_tokens) {
-        reason = FinishReason::length;
-      } else if (static_cast<int>(s.tokens.size()) >= max_positions) {
-        reason = FinishReason::context;
-      }
-      if (reason != FinishReason::running) break;
-    }
-    if (reason != FinishReason::running) {
-      finish(s, reason);
-      continue;
-    }
-    // Keep the target's K/V for committed tokens but the last (fed next step).
-    const int committed = static_cast<int>(s.tokens.size());
-    cache_.truncate(s.seq, std::min(cache_.length(s.seq), committed - 1));
-    drafter_.commit(s.key, committed);
+    commit(s, std::span(proposals[i].tokens).first(static_cast<size_t>(outcome.accepted)),
+           outcome.token);
   }
 
   // c: one draft pass over one target pass, a running mean over steps that drafted.

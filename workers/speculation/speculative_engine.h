@@ -18,6 +18,7 @@
 #include <cstdint>
 #include <map>
 #include <memory>
+#include <span>
 #include <vector>
 
 #include "kernels/sampling_params.h"
@@ -84,6 +85,11 @@ class SpeculativeEngine {
 
  private:
   struct Session;
+  // γ for this step: the policy's choice, capped by what may still be emitted.
+  int choose_gamma(Session& session);
+  // Appends the accepted drafts and the target's token, applying stop rules;
+  // truncates both KV caches to the committed prefix or ends the session.
+  void commit(Session& session, std::span<const int32_t> accepted, int32_t token);
   void finish(Session& session, FinishReason reason);
 
   LlamaModel& target_;

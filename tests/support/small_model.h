@@ -1,0 +1,23 @@
+// small_llama: the shape of the random models tests build (4 query heads over
+// 2 KV heads, so GQA is always exercised), in one place.
+#pragma once
+
+#include "workers/model_config.h"
+
+namespace tandem::test_support {
+
+inline ModelConfig small_llama(int hidden, int layers, int vocab, int max_positions) {
+  ModelConfig c;
+  c.architecture = "LlamaForCausalLM";
+  c.hidden_size = hidden;
+  c.intermediate_size = hidden * 3 / 2;
+  c.num_layers = layers;
+  c.num_heads = 4;
+  c.num_kv_heads = 2;
+  c.head_dim = hidden / 4;
+  c.vocab_size = vocab;
+  c.max_position_embeddings = max_positions;
+  return c;
+}
+
+}  // namespace tandem::test_support
