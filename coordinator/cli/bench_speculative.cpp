@@ -104,7 +104,7 @@ Measured run_speculative(OpenModel& open, Drafter& drafter,
     m.stats.beta_sum += result.stats.beta_sum;
     m.stats.beta_count += result.stats.beta_count;
   }
-  m.c = engine.cost_ratio();
+  m.c = engine.cost_ratio(drafter.name());
   return m;
 }
 

@@ -16,6 +16,7 @@ int bench_command(const Words& args);     // bench_command.cpp
 int bench_matmul(const Words& args);       // bench_matmul.cpp (a suite of bench)
 int bench_speculative(const Words& args);  // bench_speculative.cpp (a suite of bench)
 int bench_steps(const Words& args);        // bench_steps.cpp (a suite of bench)
+int bench_batching(const Words& args);     // bench_batching.cpp (a suite of bench)
 int serve_command(const Words& args);     // serve_command.cpp
 
 }  // namespace tandem::cli

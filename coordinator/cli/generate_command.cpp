@@ -57,6 +57,9 @@ int run_plain(OpenModel& open, const DecodeRequest& request, StreamingDecoder& t
 int run_speculative(OpenModel& open, Drafter& drafter, SpeculationRequest request,
                     StreamingDecoder& text, bool stats_wanted) {
   SpeculativeEngine engine(*open.target.model, *open.target.cache, drafter);
+  // An automatic γ is chosen with the target's measured v(k); a fixed one
+  // does not need the second of timing passes.
+  if (request.gamma.automatic) engine.calibrate();
   const int prompt_tokens = static_cast<int>(request.prompt.size());
   const float lenience = request.lenience;
   const SessionKey session = engine.add(std::move(request));
@@ -84,7 +87,7 @@ int run_speculative(OpenModel& open, Drafter& drafter, SpeculationRequest reques
                  finish_reason_name(result.finish), s.target_steps, s.draft_tokens,
                  s.accepted_tokens,
                  s.target_steps ? static_cast<double>(result.tokens.size()) / s.target_steps : 0.0,
-                 s.alpha(), engine.cost_ratio(),
+                 s.alpha(), engine.cost_ratio(drafter.name()),
                  s.last_gamma);
   }
   return 0;

@@ -13,6 +13,7 @@ constexpr const char* kUsage = R"(usage: tandem <command> [options]
 
 commands:
   serve     --config FILE            serve a YAML deployment (default configs/local.yaml)
+            --check-config FILE      validate a deployment without loading models
   generate  --model DIR --prompt T   stream a completion to stdout (plain decoding)
   tokenize  --model DIR --text T     print token ids as JSON (--decode: ids -> text)
   bench     forward --model DIR|--dummy CONFIG_JSON
@@ -22,6 +23,8 @@ commands:
                                      alpha, c, measured and predicted speed-up per gamma
   bench     steps --dummy CONFIG [--dummy-draft CONFIG]
                                      v(k): cost of k new tokens per sequence vs 1; c
+  bench     batching --model DIR --draft DIR
+                                     speculation off / fixed gamma / auto at batch 1..32
   generate  ... --draft DIR | --ngram [--gamma N|auto] [--lenience L]
                                      speculative decoding (same output as the target alone)
   help                               this text

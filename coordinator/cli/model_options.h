@@ -11,6 +11,7 @@
 
 #include "common/tokenizer/tokenizer.h"
 #include "coordinator/cli/args.h"
+#include "coordinator/models/load_model.h"
 #include "kernels/backend.h"
 #include "workers/kv_cache.h"
 #include "workers/llama_model.h"
@@ -20,12 +21,6 @@ namespace tandem::cli {
 // Option names (without "--") that open_model() reads.
 std::set<std::string> model_option_names();
 
-// One model with its own KV cache.
-struct LoadedModel {
-  std::unique_ptr<LlamaModel> model;
-  std::unique_ptr<PagedKvCache> cache;
-  std::optional<Tokenizer> tokenizer;  // absent for dummy weights
-};
 
 struct OpenModel {
   std::unique_ptr<Backend> backend;

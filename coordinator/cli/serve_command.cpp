@@ -1,41 +1,33 @@
-// `tandem serve --config FILE`: run a YAML deployment.
-//
-// The HTTP server arrives with the coordinator issue; until then serve loads
-// the deployment's target (and draft) model and streams a short demo
-// completion with speculative decoding, so that `make serve` already
-// exercises loading, tokenizing, drafting and verification end to end.
-#include <yaml-cpp/yaml.h>
-
+// `tandem serve [--config FILE] [--host H] [--port N]`: run a YAML deployment
+// until SIGTERM or SIGINT. `--check-config FILE` only validates the file (no
+// models are loaded) and prints what it would run.
 #include <iostream>
 
 #include "common/error.h"
 #include "coordinator/cli/args.h"
 #include "coordinator/cli/commands.h"
+#include "coordinator/config/deployment_config.h"
+#include "coordinator/server/server_app.h"
 
 namespace tandem::cli {
 
 int serve_command(const Words& words) {
-  const Args args(words, {"config", "prompt", "max-tokens"}, {});
-  const std::string config_path = args.get("config", "configs/local.yaml");
-  YAML::Node root;
-  try {
-    root = YAML::LoadFile(config_path);
-  } catch (const YAML::Exception& error) {
-    throw Error(ErrorKind::invalid_argument, config_path + ": " + error.what());
+  const Args args(words, {"config", "check-config", "host", "port"}, {});
+  if (args.has("check-config")) {
+    const std::string path = args.get("check-config");
+    const DeploymentConfig config = load_deployment(path);
+    std::cout << path << ": OK\n" << describe(config);
+    return 0;
   }
-  const YAML::Node target = root["models"]["target"]["path"];
-  require(target && target.IsScalar(), ErrorKind::invalid_argument,
-          config_path + ": missing key models.target.path (the target checkpoint directory)");
-
-  Words demo{"--model", target.as<std::string>(), "--prompt",
-             args.get("prompt", "The history of the city"), "--max-tokens",
-             args.get("max-tokens", "48"), "--stats"};
-  const YAML::Node draft = root["models"]["draft"]["path"];
-  if (draft && draft.IsScalar()) demo.insert(demo.end(), {"--draft", draft.as<std::string>(), "--gamma", "auto"});
-  std::cerr << "tandem serve: the HTTP server is not built yet; running a demo completion on "
-            << target.as<std::string>() << (draft ? " with draft " + draft.as<std::string>() : "")
-            << "\n";
-  return generate_command(demo);
+  DeploymentConfig config = load_deployment(args.get("config", "configs/local.yaml"));
+  // Overrides for scripts and tests (port 0: any free port, printed at start).
+  if (args.has("host")) config.server.host = args.get("host");
+  if (args.has("port")) {
+    const int64_t port = args.get_int("port", 0);
+    require(port >= 0 && port <= 65535, ErrorKind::invalid_argument, "--port must be in [0, 65535]");
+    config.server.port = static_cast<int>(port);
+  }
+  return run_until_signalled(std::move(config));
 }
 
 }  // namespace tandem::cli

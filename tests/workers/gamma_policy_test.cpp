@@ -1,4 +1,6 @@
-// γ choice from Theorem 3.8, and the prompt-lookup drafter's matching.
+// γ choice from Theorem 3.8 and from the batched cost model
+// S(γ) = (1-α^(γ+1)) / ((1-α)(γc + v(γ+1))), and the prompt-lookup
+// drafter's matching.
 #include "workers/speculation/gamma_policy.h"
 
 #include <gtest/gtest.h>
@@ -7,6 +9,7 @@
 
 #include "common/error.h"
 #include "workers/speculation/ngram_drafter.h"
+#include "workers/speculation/target_cost_model.h"
 
 namespace tandem {
 namespace {
@@ -59,6 +62,95 @@ TEST(GammaPolicy, AutomaticShrinksTowardThePriorWhileYoung) {
   GammaPolicy fixed;
   fixed.gamma = 3;
   EXPECT_EQ(fixed.choose(0, 100, 0.9), 3);
+}
+
+TEST(GammaPolicy, BatchedSpeedupDividesByTheBlocksTargetCost) {
+  for (double alpha : {0.0, 0.5, 0.9}) {
+    for (double c : {0.0, 0.1}) {
+      for (int gamma = 0; gamma <= 6; ++gamma) {
+        const double v = 1.0 + 0.25 * gamma;
+        const double closed_form =
+            (1 - std::pow(alpha, gamma + 1)) / ((1 - alpha) * (gamma * c + v));
+        EXPECT_NEAR(expected_speedup(alpha, c, gamma, v), closed_form, 1e-12);
+      }
+    }
+  }
+}
+
+// The brute-force argmax of S over [0, max_gamma] with v(k) given, ties to
+// the smaller γ, plain decoding (S(0) = 1 / v(1)) the baseline.
+int argmax_speedup(double alpha, double c, int max_gamma, const StepCost& v) {
+  int best = 0;
+  double best_s = 1.0 / v(1);
+  for (int g = 1; g <= max_gamma; ++g) {
+    const double s = (1 - std::pow(alpha, g + 1)) / ((1 - alpha) * (g * c + v(g + 1)));
+    if (s > best_s + 1e-12) {
+      best = g;
+      best_s = s;
+    }
+  }
+  return best;
+}
+
+// A TargetCostModel calibrated with passes timed by `seconds_of(n)`.
+TargetCostModel calibrated_model(double (*seconds_of)(int)) {
+  TargetCostModel model;
+  for (int n = 1; n <= 512; n *= 2) model.record(n, seconds_of(n));
+  model.mark_calibrated();
+  return model;
+}
+
+TEST(GammaPolicy, ComputeBoundTargetNeverSpeculates) {
+  // T(n) = n (a compute-bound target, as 32 sessions of the tiny model on
+  // two cores): v(B, k) = Bk / B = k, so S(γ) = Σα^i / (γc + γ + 1) < 1 for
+  // every γ >= 1 when α < 1: no γ beats plain decoding.
+  const TargetCostModel linear = calibrated_model([](int n) { return 1e-3 * n; });
+  const StepCost v = [&](int k) { return linear.relative_cost(32, k); };
+  EXPECT_NEAR(v(5), 5.0, 1e-9);
+  int speculating_without_v = 0;
+  for (double alpha : {0.0, 0.3, 0.6, 0.9, 0.99, 0.999}) {
+    for (double c : {0.0, 0.01, 0.2}) {
+      EXPECT_EQ(best_gamma(alpha, c, 16, v), 0) << alpha << " " << c;
+      GammaPolicy policy{true, 16};
+      EXPECT_EQ(policy.choose(alpha * 1000, 1000, c, v), 0) << alpha << " " << c;
+      speculating_without_v += best_gamma(alpha, c, 16) > 0;
+    }
+  }
+  // The same (α, c) under Theorem 3.8's flat cost mostly do speculate, so the
+  // zeros above come from v.
+  EXPECT_GE(speculating_without_v, 10);
+}
+
+TEST(GammaPolicy, FlatCostGivesTheoremThreeEightChoice) {
+  // A memory-bound target: a pass costs the same whatever it carries, v ≡ 1.
+  const TargetCostModel flat = calibrated_model([](int) { return 2e-3; });
+  const StepCost v = [&](int k) { return flat.relative_cost(8, k); };
+  const StepCost one = [](int) { return 1.0; };
+  // (c = 0 with a small α is left out: S then grows by α^(γ+1) per γ, below
+  // rounding, and the argmax is a matter of the last bit.)
+  for (double alpha : {0.1, 0.5, 0.7, 0.8, 0.9, 0.99}) {
+    for (double c : {0.01, 0.05, 0.2, 1.0}) {
+      const int theorem = best_gamma(alpha, c, 16);  // no v: Theorem 3.8
+      EXPECT_EQ(best_gamma(alpha, c, 16, v), theorem) << alpha << " " << c;
+      EXPECT_EQ(argmax_speedup(alpha, c, 16, one), theorem) << alpha << " " << c;
+    }
+  }
+  EXPECT_EQ(best_gamma(0.9, 0.01, 16, v), argmax_speedup(0.9, 0.01, 16, one));
+  EXPECT_GT(best_gamma(0.9, 0.01, 16, v), 3);
+}
+
+TEST(GammaPolicy, PartlyBatchedCostIsTheArgmaxOfTheBatchedModel) {
+  // Between the two: v(k) grows, but slower than k. The chosen γ is the
+  // argmax of the batched S, and lies between the flat and linear choices.
+  const StepCost v = [](int k) { return 1.0 + 0.15 * (k - 1); };
+  for (double alpha : {0.5, 0.8, 0.9, 0.97}) {
+    for (double c : {0.0, 0.02, 0.1}) {
+      const int chosen = best_gamma(alpha, c, 16, v);
+      EXPECT_EQ(chosen, argmax_speedup(alpha, c, 16, v)) << alpha << " " << c;
+      EXPECT_LE(chosen, best_gamma(alpha, c, 16)) << alpha << " " << c;
+    }
+  }
+  EXPECT_GT(best_gamma(0.9, 0.02, 16, v), 0);
 }
 
 TEST(NgramDrafter, ProposesWhatFollowedTheLongestMostRecentMatch) {

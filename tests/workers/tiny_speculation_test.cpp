@@ -324,10 +324,13 @@ struct Draws {
 Draws draw_first_two(LoadedModel& target, Drafter& drafter, const std::vector<int32_t>& prompt,
                      const SamplingParams& params, long samples, uint64_t seed_base) {
   constexpr int kGamma = 3;
-  constexpr long kChunk = 500;  // sessions per engine: within the KV cache
+  // Sessions per engine: all admitted at once (the admission headroom of one
+  // block per running session included) and verified in the first step.
+  constexpr long kChunk = 300;
+  constexpr EngineLimits kAllAtOnce{.max_running = kChunk, .step_token_budget = 1 << 16};
   Draws draws;
   for (long begin = 0; begin < samples; begin += kChunk) {
-    SpeculativeEngine engine(target.model, target.cache, drafter);
+    SpeculativeEngine engine(target.model, target.cache, drafter, kAllAtOnce);
     std::vector<SessionKey> waiting;
     for (long s = begin; s < std::min(samples, begin + kChunk); ++s) {
       SpeculationRequest request;

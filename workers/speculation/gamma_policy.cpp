@@ -9,14 +9,21 @@ double expected_tokens_per_step(double alpha, int gamma) {
 }
 
 double expected_speedup(double alpha, double c, int gamma) {
-  return expected_tokens_per_step(alpha, gamma) / (gamma * c + 1);
+  return expected_speedup(alpha, c, gamma, 1.0);
 }
 
-int best_gamma(double alpha, double c, int max_gamma) {
+double expected_speedup(double alpha, double c, int gamma, double v_of_block) {
+  return expected_tokens_per_step(alpha, gamma) / (gamma * c + v_of_block);
+}
+
+int best_gamma(double alpha, double c, int max_gamma, const StepCost& v) {
+  auto v_of = [&](int k) { return v ? v(k) : 1.0; };
   int best = 0;
-  double best_speedup = 1.0;
+  // Plain decoding's own cost is v(1) per token (1 by definition; a caller's
+  // curve that says otherwise is compared on its own terms).
+  double best_speedup = expected_speedup(alpha, c, 0, v_of(1));
   for (int gamma = 1; gamma <= max_gamma; ++gamma) {
-    const double s = expected_speedup(alpha, c, gamma);
+    const double s = expected_speedup(alpha, c, gamma, v_of(gamma + 1));
     if (s > best_speedup) {
       best = gamma;
       best_speedup = s;
@@ -25,11 +32,11 @@ int best_gamma(double alpha, double c, int max_gamma) {
   return best;
 }
 
-int GammaPolicy::choose(double beta_sum, double beta_count, double c) const {
+int GammaPolicy::choose(double beta_sum, double beta_count, double c, const StepCost& v) const {
   if (!automatic) return gamma;
   // Shrink the session's own estimate toward the prior while it is young.
   const double alpha = (beta_sum + prior_alpha * prior_weight) / (beta_count + prior_weight);
-  return best_gamma(alpha, c, gamma);
+  return best_gamma(alpha, c, gamma, v);
 }
 
 }  // namespace tandem

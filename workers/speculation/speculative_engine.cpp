@@ -1,37 +1,17 @@
+// SpeculativeEngine: construction, requests in and out, admission and
+// preemption. One step's work is in speculative_step.cpp, calibration in
+// speculative_calibration.cpp.
 #include "workers/speculation/speculative_engine.h"
 
 #include <algorithm>
-#include <chrono>
+#include <set>
 #include <string>
 
 #include "common/error.h"
+#include "workers/speculation/speculative_session.h"
+#include "workers/speculation/step_scheduling.h"
 
 namespace tandem {
-namespace {
-
-using Clock = std::chrono::steady_clock;
-double seconds_since(Clock::time_point start) {
-  return std::chrono::duration<double>(Clock::now() - start).count();
-}
-
-// Sessions whose best γ is 0 still draft one token every this many steps,
-// so that their α estimate can recover if the text becomes predictable.
-constexpr int kProbeEvery = 8;
-
-}  // namespace
-
-struct SpeculativeEngine::Session {
-  SessionKey key = 0;
-  SpeculationRequest request;
-  std::vector<int32_t> tokens;  // prompt + generated
-  int prompt_length = 0;
-  SequenceId seq = 0;           // target KV: holds positions [0, tokens.size() - 1)
-  SpeculationResult result;
-  int steps_at_zero_gamma = 0;
-
-  int generated() const { return static_cast<int>(tokens.size()) - prompt_length; }
-  bool running() const { return result.finish == FinishReason::running; }
-};
 
 const char* finish_reason_name(FinishReason reason) {
   switch (reason) {
@@ -49,249 +29,184 @@ const char* finish_reason_name(FinishReason reason) {
   return "unknown";
 }
 
-SpeculativeEngine::SpeculativeEngine(LlamaModel& target, PagedKvCache& target_cache,
-                                     Drafter& drafter)
-    : target_(target), cache_(target_cache), drafter_(drafter) {}
+const char* session_state_name(SessionState state) {
+  switch (state) {
+    case SessionState::waiting:
+      return "waiting";
+    case SessionState::running:
+      return "running";
+    case SessionState::finished:
+      return "finished";
+  }
+  return "unknown";
+}
 
-SpeculativeEngine::~SpeculativeEngine() {
-  for (auto& [key, session] : sessions_) {
-    if (session->running()) {
-      cache_.release(session->seq);
-      drafter_.release(key);
-    }
+SpeculativeEngine::SpeculativeEngine(LlamaModel& target, PagedKvCache& target_cache,
+                                     std::vector<Drafter*> drafters, EngineLimits limits)
+    : target_(target), cache_(target_cache), limits_(limits) {
+  require(!drafters.empty(), ErrorKind::invalid_argument,
+          "speculative engine needs at least one drafter (NoDrafter for plain decoding)");
+  require(limits.max_running >= 1, ErrorKind::invalid_argument,
+          "max_running must be >= 1, got " + std::to_string(limits.max_running));
+  require(limits.step_token_budget >= 1, ErrorKind::invalid_argument,
+          "step_token_budget must be >= 1, got " + std::to_string(limits.step_token_budget));
+  std::set<std::string> names;
+  for (Drafter* drafter : drafters) {
+    require(drafter != nullptr, ErrorKind::invalid_argument, "drafter list holds a null drafter");
+    std::string name = drafter->name();
+    require(names.insert(name).second, ErrorKind::invalid_argument,
+            "two drafters are named '" + name + "': drafter names must be unique");
+    drafters_.push_back({drafter, std::move(name)});
   }
 }
 
-SessionKey SpeculativeEngine::add(SpeculationRequest request) {
+SpeculativeEngine::SpeculativeEngine(LlamaModel& target, PagedKvCache& target_cache,
+                                     Drafter& drafter, EngineLimits limits)
+    : SpeculativeEngine(target, target_cache, std::vector<Drafter*>{&drafter}, limits) {}
+
+SpeculativeEngine::~SpeculativeEngine() {
+  for (Session* s : running_) release_kv(*s);
+}
+
+void SpeculativeEngine::check(const SpeculationRequest& request) const {
   const ModelConfig& config = target_.config();
   require(!request.prompt.empty(), ErrorKind::invalid_argument,
           "prompt: empty (give at least one token)");
   for (int32_t token : request.prompt)
-    require(token >= 0 && token < config.vocab_size, ErrorKind::invalid_argument,
-            "prompt: token id " + std::to_string(token) + " outside the vocabulary [0, " +
-                std::to_string(config.vocab_size) + ")");
-  require(static_cast<int>(request.prompt.size()) < config.max_position_embeddings,
-          ErrorKind::invalid_argument,
-          "prompt: " + std::to_string(request.prompt.size()) +
-              " tokens leave no room in the model's context of " +
-              std::to_string(config.max_position_embeddings));
+    require(token >= 0 && token < config.vocab_size, ErrorKind::invalid_argument, [&] {
+      return "prompt: token id " + std::to_string(token) + " outside the vocabulary [0, " +
+             std::to_string(config.vocab_size) + ")";
+    });
+  const int length = static_cast<int>(request.prompt.size());
+  require(length < config.max_position_embeddings, ErrorKind::invalid_argument, [&] {
+    return "prompt: " + std::to_string(length) + " tokens leave no room in the model's context of " +
+           std::to_string(config.max_position_embeddings);
+  });
+  const int cache_positions = cache_.num_blocks() * cache_.block_size();
+  require(length <= cache_positions, ErrorKind::invalid_argument, [&] {
+    return "prompt: " + std::to_string(length) + " tokens can never fit in the target KV cache (" +
+           std::to_string(cache_positions) + " positions): shorten it or raise the KV blocks";
+  });
   require(request.max_new_tokens >= 1, ErrorKind::invalid_argument, "max_tokens: must be >= 1");
   require(request.lenience > 0.0f && request.lenience <= 1.0f, ErrorKind::invalid_argument,
           "lenience: must be in (0, 1] (1 = lossless)");
   require(request.gamma.gamma >= 0 && request.gamma.gamma <= 64, ErrorKind::invalid_argument,
           "gamma: must be in [0, 64]");
+  require(request.drafter.empty() ||
+              std::any_of(drafters_.begin(), drafters_.end(),
+                          [&](const DrafterSlot& d) { return d.name == request.drafter; }),
+          ErrorKind::invalid_argument, [&] {
+            std::string known;
+            for (const DrafterSlot& d : drafters_) known += (known.empty() ? "" : ", ") + d.name;
+            return "speculation.drafter: unknown drafter '" + request.drafter + "' (this server has: " +
+                   known + ")";
+          });
+}
 
+SessionKey SpeculativeEngine::add(SpeculationRequest request) {
+  check(request);
   auto session = std::make_unique<Session>();
   session->key = next_key_++;
   session->prompt_length = static_cast<int>(request.prompt.size());
   session->tokens = request.prompt;
+  for (size_t d = 0; d < drafters_.size(); ++d)
+    if (drafters_[d].name == request.drafter) session->drafter = d;
   session->request = std::move(request);
-  session->seq = cache_.create_sequence();
-  const SessionKey key = session->key;
-  sessions_.emplace(key, std::move(session));
-  return key;
+  Session* s = session.get();
+  sessions_.emplace(s->key, std::move(session));
+  waiting_.push_back(s);
+  return s->key;
 }
 
-void SpeculativeEngine::finish(Session& session, FinishReason reason) {
-  session.result.finish = reason;
-  cache_.release(session.seq);
-  drafter_.release(session.key);
+void SpeculativeEngine::admit() {
+  int promised = 0;  // blocks the sessions admitted here will take in this step
+  while (!waiting_.empty() && static_cast<int>(running_.size()) < limits_.max_running) {
+    Session& s = *waiting_.front();
+    // The first chunk is at most the budget; the cache's size caps it so that
+    // a session longer than the cache is still admitted when nothing runs.
+    const int chunk = std::min({static_cast<int>(s.tokens.size()), limits_.step_token_budget,
+                                cache_.num_blocks() * cache_.block_size()});
+    const int chunk_blocks = blocks_to_admit(chunk, cache_.block_size(), 0);
+    const int needed =
+        blocks_to_admit(chunk, cache_.block_size(), static_cast<int>(running_.size())) + promised;
+    if (!running_.empty() && cache_.free_blocks() < needed) break;  // FIFO: nobody overtakes
+    promised += chunk_blocks;
+    waiting_.pop_front();
+    s.state = SessionState::running;
+    s.seq = cache_.create_sequence();
+    s.verified_since_admission = false;
+    running_.push_back(&s);
+    ++admissions_;
+  }
 }
 
-int SpeculativeEngine::choose_gamma(Session& s) {
-  const SpeculationStats& stats = s.result.stats;
-  int gamma = s.request.gamma.choose(stats.beta_sum, stats.beta_count, cost_ratio_);
-  if (s.request.gamma.automatic && gamma == 0 && ++s.steps_at_zero_gamma % kProbeEvery == 0)
-    gamma = 1;
-  // Each step emits at least one token, so drafting past max_tokens - 1 more
-  // (or past the context) would only be thrown away.
-  const int length = static_cast<int>(s.tokens.size());
-  gamma = std::min({gamma, s.request.max_new_tokens - s.generated() - 1,
-                    target_.config().max_position_embeddings - length});
-  s.result.stats.last_gamma = std::max(gamma, 0);
-  return gamma;
+void SpeculativeEngine::release_kv(Session& s) {
+  if (s.seq != 0) cache_.release(s.seq);
+  s.seq = 0;
+  drafters_[s.drafter].drafter->release(s.key);
 }
 
-void SpeculativeEngine::commit(Session& s, std::span<const int32_t> accepted, int32_t token) {
-  std::vector<int32_t> emitted(accepted.begin(), accepted.end());
-  emitted.push_back(token);
-  const auto& stops = s.request.stop_ids;
-  for (int32_t t : emitted) {
-    s.tokens.push_back(t);
-    s.result.tokens.push_back(t);
-    FinishReason reason = FinishReason::running;
-    if (std::find(stops.begin(), stops.end(), t) != stops.end()) {
-      reason = FinishReason::stop;
-    } else if (s.generated() >= s.request.max_new_tokens) {
-      reason = FinishReason::length;
-    } else if (static_cast<int>(s.tokens.size()) >= target_.config().max_position_embeddings) {
-      reason = FinishReason::context;
-    }
-    if (reason != FinishReason::running) return finish(s, reason);
-  }
-  // Keep the target's K/V for committed tokens but the last (fed next step).
-  const int committed = static_cast<int>(s.tokens.size());
-  cache_.truncate(s.seq, std::min(cache_.length(s.seq), committed - 1));
-  drafter_.commit(s.key, committed);
+void SpeculativeEngine::preempt(Session& s) {
+  release_kv(s);
+  running_.erase(std::find(running_.begin(), running_.end(), &s));
+  s.state = SessionState::waiting;
+  s.verified_since_admission = false;
+  waiting_.push_front(&s);
+  ++s.result.stats.preemptions;
+  ++preemptions_;
+  ++last_step_.preempted;
 }
 
-void SpeculativeEngine::step() {
-  std::vector<Session*> batch;
-  for (auto& [key, session] : sessions_)
-    if (session->running()) batch.push_back(session.get());
-  if (batch.empty()) return;
-  const int V = target_.config().vocab_size;
-
-  // 1. Draft: γ per session from its policy, never past what it may still emit.
-  std::vector<DraftRequest> requests;
-  std::vector<size_t> requester;  // batch index of each request
-  for (size_t i = 0; i < batch.size(); ++i) {
-    Session& s = *batch[i];
-    const int gamma = choose_gamma(s);
-    if (gamma > 0) {
-      requests.push_back({s.key, s.tokens, gamma, s.request.sampling});
-      requester.push_back(i);
-    }
+void SpeculativeEngine::finish(Session& s, FinishReason reason) {
+  s.result.finish = reason;
+  if (s.state == SessionState::running) {
+    release_kv(s);
+    running_.erase(std::find(running_.begin(), running_.end(), &s));
+  } else if (s.state == SessionState::waiting) {
+    waiting_.erase(std::find(waiting_.begin(), waiting_.end(), &s));
   }
-  std::vector<DraftProposal> proposals(batch.size());
-  double draft_seconds = 0;
-  int draft_passes = 0;
-  if (!requests.empty()) {
-    std::vector<DraftProposal> answered;
-    drafter_.propose(requests, answered);
-    draft_seconds = drafter_.last_seconds();
-    for (size_t r = 0; r < requests.size(); ++r) {
-      proposals[requester[r]] = std::move(answered[r]);
-      draft_passes = std::max(draft_passes, static_cast<int>(proposals[requester[r]].tokens.size()));
-    }
-  }
-
-  // 2. Verify: one ragged target pass over catch-up tokens and drafts.
-  std::vector<std::vector<int32_t>> feeds(batch.size());
-  std::vector<SequenceStep> steps;
-  std::vector<int> first_row(batch.size());
-  int rows = 0;
-  for (size_t i = 0; i < batch.size(); ++i) {
-    Session& s = *batch[i];
-    const int gamma = static_cast<int>(proposals[i].tokens.size());
-    const int length = static_cast<int>(s.tokens.size());
-    feeds[i].assign(s.tokens.begin() + cache_.length(s.seq), s.tokens.end());
-    feeds[i].insert(feeds[i].end(), proposals[i].tokens.begin(), proposals[i].tokens.end());
-    require(cache_.reserve(s.seq, length + gamma), ErrorKind::out_of_resources,
-            "target KV cache is full: raise the number of KV blocks or lower concurrency");
-    steps.push_back({s.seq, feeds[i], gamma + 1});
-    first_row[i] = rows;
-    rows += gamma + 1;
-  }
-  const auto verify_start = Clock::now();
-  const float* logits = target_.forward(steps, cache_);
-  Backend& backend = target_.backend();
-
-  // 3. Accept: greedy sessions compare argmaxes; sampled ones run Algorithm 1
-  // on standardized rows.
-  if (probs_.size() < static_cast<size_t>(rows) * V) probs_ = backend.allocate(static_cast<size_t>(rows) * V);
-  std::vector<int32_t> argmaxes(static_cast<size_t>(rows));
-  std::vector<VerifyBlock> sampled;
-  std::vector<GreedyBlock> greedy;
-  std::vector<size_t> sampled_of, greedy_of;
-  int sampled_drafts = 0;
-  for (size_t i = 0; i < batch.size(); ++i) {
-    const Session& s = *batch[i];
-    const int gamma = static_cast<int>(proposals[i].tokens.size());
-    const size_t offset = static_cast<size_t>(first_row[i]) * V;
-    if (s.request.sampling.greedy()) {
-      backend.argmax(logits + offset, gamma + 1, V, argmaxes.data() + first_row[i]);
-      greedy.push_back({gamma, proposals[i].tokens.data(), argmaxes.data() + first_row[i]});
-      greedy_of.push_back(i);
-    } else {
-      backend.standardize(logits + offset, gamma + 1, V, std::span(&s.request.sampling, 1),
-                          probs_.data() + offset);
-      const bool has_q = !proposals[i].q.empty();
-      sampled.push_back({gamma, proposals[i].tokens.data(), probs_.data() + offset,
-                         has_q ? proposals[i].q.data() : nullptr,
-                         static_cast<int64_t>(s.tokens.size()), s.request.sampling.seed,
-                         s.request.lenience});
-      sampled_of.push_back(i);
-      sampled_drafts += gamma;
-    }
-  }
-  std::vector<VerifyOutcome> outcomes(batch.size());
-  std::vector<VerifyOutcome> sampled_out(sampled.size()), greedy_out(greedy.size());
-  std::vector<float> betas(static_cast<size_t>(sampled_drafts));
-  if (!sampled.empty()) backend.verify(sampled, V, sampled_out, betas);
-  if (!greedy.empty()) backend.verify_greedy(greedy, greedy_out);
-  const double target_seconds = seconds_since(verify_start);
-
-  // 4. Commit.
-  size_t beta_at = 0;
-  for (size_t k = 0; k < sampled.size(); ++k) {
-    SpeculationStats& stats = batch[sampled_of[k]]->result.stats;
-    for (int j = 0; j < sampled[k].gamma; ++j) stats.beta_sum += betas[beta_at++];
-    stats.beta_count += sampled[k].gamma;
-    outcomes[sampled_of[k]] = sampled_out[k];
-  }
-  for (size_t k = 0; k < greedy.size(); ++k) {
-    // At temperature 0, β_j = Σ min(p_j, q_j) of one-hot rows: 1 if they agree.
-    SpeculationStats& stats = batch[greedy_of[k]]->result.stats;
-    for (int j = 0; j < greedy[k].gamma; ++j)
-      stats.beta_sum += greedy[k].target_argmax[j] == greedy[k].drafted[j];
-    stats.beta_count += greedy[k].gamma;
-    outcomes[greedy_of[k]] = greedy_out[k];
-  }
-  for (size_t i = 0; i < batch.size(); ++i) {
-    Session& s = *batch[i];
-    const VerifyOutcome& outcome = outcomes[i];
-    SpeculationStats& stats = s.result.stats;
-    stats.target_steps += 1;
-    stats.draft_tokens += static_cast<int>(proposals[i].tokens.size());
-    stats.accepted_tokens += outcome.accepted;
-    stats.draft_seconds += draft_seconds;
-    stats.target_seconds += target_seconds;
-
-    commit(s, std::span(proposals[i].tokens).first(static_cast<size_t>(outcome.accepted)),
-           outcome.token);
-  }
-
-  // c: one draft pass over one target pass, a running mean over steps that drafted.
-  if (draft_passes > 0 && target_seconds > 0) {
-    const double sample = draft_seconds / draft_passes / target_seconds;
-    ++cost_samples_;
-    cost_ratio_ += (sample - cost_ratio_) / std::min(cost_samples_, 50);
-  }
+  s.state = SessionState::finished;
 }
 
 void SpeculativeEngine::run_to_completion() {
-  while (running() > 0) step();
+  while (!running_.empty() || !waiting_.empty()) step();
 }
 
-bool SpeculativeEngine::finished(SessionKey session) const {
+SpeculativeEngine::Session& SpeculativeEngine::get(SessionKey session) const {
   auto it = sessions_.find(session);
   require(it != sessions_.end(), ErrorKind::invalid_argument,
-          "unknown session " + std::to_string(session));
-  return !it->second->running();
+          [&] { return "unknown session " + std::to_string(session); });
+  return *it->second;
+}
+
+SessionState SpeculativeEngine::state(SessionKey session) const { return get(session).state; }
+
+int SpeculativeEngine::prompt_length(SessionKey session) const {
+  return get(session).prompt_length;
 }
 
 const std::vector<int32_t>& SpeculativeEngine::output(SessionKey session) const {
-  auto it = sessions_.find(session);
-  require(it != sessions_.end(), ErrorKind::invalid_argument,
-          "unknown session " + std::to_string(session));
-  return it->second->result.tokens;
+  return get(session).result.tokens;
 }
 
 SpeculationResult SpeculativeEngine::take(SessionKey session) {
-  auto it = sessions_.find(session);
-  require(it != sessions_.end(), ErrorKind::invalid_argument,
-          "unknown session " + std::to_string(session));
-  Session& s = *it->second;
-  if (s.running()) finish(s, FinishReason::cancelled);  // frees its caches now
+  Session& s = get(session);
+  if (s.state != SessionState::finished) finish(s, FinishReason::cancelled);  // frees its KV now
   SpeculationResult result = std::move(s.result);
-  sessions_.erase(it);
+  sessions_.erase(session);
   return result;
 }
 
-size_t SpeculativeEngine::running() const {
-  return static_cast<size_t>(std::count_if(sessions_.begin(), sessions_.end(),
-                                           [](const auto& kv) { return kv.second->running(); }));
+double SpeculativeEngine::cost_ratio(const std::string& drafter) const {
+  for (const DrafterSlot& d : drafters_)
+    if (d.name == drafter) return d.cost_ratio;
+  throw Error(ErrorKind::invalid_argument, "unknown drafter '" + drafter + "'");
+}
+
+std::vector<std::string> SpeculativeEngine::drafter_names() const {
+  std::vector<std::string> names;
+  for (const DrafterSlot& d : drafters_) names.push_back(d.name);
+  return names;
 }
 
 }  // namespace tandem

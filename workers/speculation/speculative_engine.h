@@ -1,24 +1,63 @@
-// SpeculativeEngine: Algorithm 1 batched over many sessions.
+// SpeculativeEngine: Algorithm 1 batched over many sessions, with the
+// scheduling a server needs (admission, chunked prefill, preemption).
 //
 // One step() serves every running session at once:
-//   1. draft   the drafter proposes γ_i tokens per session (batched passes);
-//   2. verify  one ragged target pass scores each session's
-//              [catch-up tokens, x_1..x_γ] and yields p_1..p_{γ+1};
-//   3. accept  the backend's verification op keeps n_i drafts and adds one
+//   0. admit   waiting sessions join, oldest first (see "Scheduling");
+//   1. plan    the step's token budget is split into verification blocks and
+//              prefill chunks (plan_chunks in step_scheduling.h); KV blocks
+//              are reserved, preempting the youngest sessions if needed;
+//   2. draft   each drafter proposes γ_i tokens for its sessions that verify
+//              this step (one batched propose() per drafter);
+//   3. verify  one ragged target pass scores each session's
+//              [prefill chunk or catch-up tokens, x_1..x_γ] and yields
+//              p_1..p_{γ+1} for the sessions that verify;
+//   4. accept  the backend's verification op keeps n_i drafts and adds one
 //              target token (greedy sessions take the argmax fast path);
-//   4. commit  tokens are appended, stop rules applied, both KV caches
+//   5. commit  tokens are appended, stop rules applied, both KV caches
 //              truncated to the committed prefix.
 // Outputs are exactly the target's: greedy output equals plain greedy
 // decoding token for token, and sampled output has the target's
 // distribution (Appendix A.1), with the same Philox draws as plain decoding
 // so that γ = 0 reproduces it exactly.
-// Not thread-safe: one engine thread calls add(), step() and take().
+//
+// Scheduling (all of it invisible in the outputs: see below):
+// - Admission. add() queues a session as waiting. step() admits waiting
+//   sessions first in, first out while fewer than limits.max_running run and
+//   the target cache has free blocks for the session's first chunk plus one
+//   block of headroom per running session (sessions admitted in the same
+//   step count with their first chunks). The queue's front blocks the
+//   rest (no overtaking, so no request waits forever); when nothing runs the
+//   front is admitted whatever the headroom.
+// - Chunked prefill. The new tokens of one target pass stay within
+//   limits.step_token_budget when possible: decoding sessions' verification
+//   blocks first, then prefill chunks oldest first; every session feeds at
+//   least one token per step. A session drafts and verifies only once its
+//   final chunk fits (plan_chunks documents the split). The draft model's
+//   catch-up is not chunked (ModelDrafter feeds what it lacks in one pass).
+// - Preemption by recomputation. When the target cache cannot reserve a
+//   session's tokens for the step, the youngest running session (most
+//   recently admitted) gives up its target and draft KV and goes back to the
+//   front of the waiting queue with its tokens (prompt + output so far);
+//   readmitted, it prefills all of them again and continues. A session that
+//   cannot fit even alone ends with FinishReason::length.
+// Why outputs do not depend on any of this: a block starts right after the
+// committed tokens with the γ its policy chose, whatever the chunking, the
+// batch or the preemptions; Philox draws are keyed by (seed, absolute
+// position, purpose); and the CPU forward pass is batch-invariant, so K/V
+// recomputed in other chunks or batches are bit-identical. (An automatic γ
+// depends on measured times, so sampled output with γ = auto can differ
+// between runs; greedy output never does.)
+//
+// Not thread-safe: one engine thread calls every method (the server posts
+// requests to that thread and reads tokens back from it).
 #pragma once
 
 #include <cstdint>
+#include <deque>
 #include <map>
 #include <memory>
 #include <span>
+#include <string>
 #include <vector>
 
 #include "kernels/sampling_params.h"
@@ -26,6 +65,7 @@
 #include "workers/llama_model.h"
 #include "workers/speculation/drafter.h"
 #include "workers/speculation/gamma_policy.h"
+#include "workers/speculation/target_cost_model.h"
 
 namespace tandem {
 
@@ -36,6 +76,7 @@ struct SpeculationRequest {
   std::vector<int32_t> stop_ids;  // the stop token is emitted, then the session ends
   GammaPolicy gamma;
   float lenience = 1.0f;  // 1 = lossless; anything else is reported as lossy
+  std::string drafter;    // a drafter's name(); empty = the engine's first drafter
 };
 
 // Per-session speculation statistics (what `usage.speculation` reports).
@@ -48,6 +89,8 @@ struct SpeculationStats {
   double draft_seconds = 0;  // wall time of the steps' draft and verify phases
   double target_seconds = 0;
   int last_gamma = 0;
+  int prefill_tokens = 0;    // committed tokens fed before verifying (re-prefills included)
+  int preemptions = 0;       // times this session was preempted
 
   double alpha() const { return beta_count ? beta_sum / beta_count : 0.0; }
 };
@@ -60,48 +103,141 @@ struct SpeculationResult {
   SpeculationStats stats;
 };
 
+enum class SessionState { waiting, running, finished };
+
+struct EngineLimits {
+  int max_running = 64;        // sessions admitted at once
+  int step_token_budget = 512;  // new tokens per target pass (see plan_chunks)
+};
+
+// One session's part in the last step.
+struct StepSessionReport {
+  SessionKey key = 0;
+  std::string drafter;     // the drafter's name
+  int gamma = 0;           // tokens drafted (0 when it only prefilled)
+  int accepted = 0;        // drafts kept by verification
+  int emitted = 0;         // tokens appended to its output (stop rules applied)
+  int fed = 0;             // new tokens it put in the target pass (chunk + drafts)
+  int prefill_tokens = 0;  // committed tokens fed while prefilling (0 when decoding)
+  bool verified = false;   // its final chunk was in the pass
+};
+
+// What the last step() did, for metrics.
+struct StepReport {
+  std::vector<StepSessionReport> sessions;  // every session fed in the target pass
+  int target_tokens = 0;      // new tokens in the target pass
+  double target_seconds = 0;  // the target forward pass
+  double draft_seconds = 0;   // all drafters' propose() calls
+  int preempted = 0;          // sessions preempted this step
+  double mean_gamma = 0;      // over the sessions that verified
+};
+
 class SpeculativeEngine {
  public:
-  SpeculativeEngine(LlamaModel& target, PagedKvCache& target_cache, Drafter& drafter);
+  // Drafters by name (their name() values, unique; the first is the
+  // default). The engine does not own them.
+  SpeculativeEngine(LlamaModel& target, PagedKvCache& target_cache,
+                    std::vector<Drafter*> drafters, EngineLimits limits = {});
+  SpeculativeEngine(LlamaModel& target, PagedKvCache& target_cache, Drafter& drafter,
+                    EngineLimits limits = {});
   ~SpeculativeEngine();
+  SpeculativeEngine(const SpeculativeEngine&) = delete;
+  SpeculativeEngine& operator=(const SpeculativeEngine&) = delete;
 
-  // Queues a session; it joins the next step. Checks the request (ids in
-  // the vocabulary, room in the context) and throws Error naming the field.
+  // Queues a session as waiting; a later step() admits it. Checks the request
+  // (ids in the vocabulary, room in the context and in the whole target
+  // cache, a known drafter) and throws Error(invalid_argument) naming the
+  // field, changing nothing.
   SessionKey add(SpeculationRequest request);
-  // One batched draft + verify + commit for every running session.
+  // Admission, then one batched draft + verify + commit for the running
+  // sessions. Does nothing when no session waits or runs.
   void step();
-  // Runs step() until every session has finished.
+  // Runs step() until no session waits or runs.
   void run_to_completion();
+  // Times target passes of 1, 2, 4, ... up to step_token_budget new tokens
+  // over scratch KV sequences (released afterwards) so that v(k) is known
+  // before serving. Call while no session runs (a server calls it once at
+  // start); throws Error(internal) otherwise.
+  void calibrate();
 
-  bool finished(SessionKey session) const;
+  SessionState state(SessionKey session) const;
+  bool finished(SessionKey session) const { return state(session) == SessionState::finished; }
+  bool admitted(SessionKey session) const { return state(session) == SessionState::running; }
+  int prompt_length(SessionKey session) const;
   // Tokens generated so far (also while running, for streaming).
   const std::vector<int32_t>& output(SessionKey session) const;
-  // Removes a finished (or cancelled) session and returns what it made.
+  // Removes a session in any state and returns what it made; a waiting or
+  // running one ends as cancelled and its KV blocks are freed at once.
   SpeculationResult take(SessionKey session);
-  size_t running() const;
 
-  // Engine-wide cost ratio c (draft pass / target pass), measured live.
-  double cost_ratio() const { return cost_ratio_; }
+  size_t waiting() const { return waiting_.size(); }
+  size_t running() const { return running_.size(); }
+  uint64_t preemptions() const { return preemptions_; }
+  uint64_t admissions() const { return admissions_; }  // readmissions after preemption included
+  const StepReport& last_step() const { return last_step_; }
+  const EngineLimits& limits() const { return limits_; }
+  const TargetCostModel& cost_model() const { return cost_model_; }
+  // The drafter's cost ratio c, measured live: (its seconds per draft pass)
+  // / T(B), B the batch size and T from the cost model (before calibration,
+  // the step's own target pass). Unknown names throw Error(invalid_argument).
+  double cost_ratio(const std::string& drafter) const;
+  std::vector<std::string> drafter_names() const;
 
  private:
   struct Session;
-  // γ for this step: the policy's choice, capped by what may still be emitted.
-  int choose_gamma(Session& session);
+  struct DrafterSlot {
+    Drafter* drafter = nullptr;
+    std::string name;
+    double cost_ratio = 0;  // running mean over steps that drafted
+    int cost_samples = 0;
+  };
+  struct StepPlan;
+
+  Session& get(SessionKey session) const;
+  void check(const SpeculationRequest& request) const;
+  void admit();
+  // Gives back the session's target and draft KV and queues it at the front.
+  void preempt(Session& session);
+  // Reserves the target KV the plan needs, preempting the youngest sessions
+  // (or ending one that cannot fit alone); drops what was preempted.
+  void reserve(StepPlan& plan);
+  StepPlan plan_step();
+  void draft(StepPlan& plan);
+  // Feeds every planned session to one target pass; logits (R, V) or null
+  // when nothing was fed.
+  const float* run_target(StepPlan& plan);
+  // Verification of every block that has logits: outcomes and β statistics.
+  void accept(StepPlan& plan, const float* logits);
+  void commit_and_report(StepPlan& plan);
+  void record_costs(const StepPlan& plan);
+  struct GammaChoice {
+    int gamma = 0;             // the policy's choice (or a probe), capped by what may be emitted
+    bool policy_zero = false;  // the automatic policy itself said 0
+  };
+  GammaChoice choose_gamma(const Session& session, const StepCost& v) const;
   // Appends the accepted drafts and the target's token, applying stop rules;
   // truncates both KV caches to the committed prefix or ends the session.
-  void commit(Session& session, std::span<const int32_t> accepted, int32_t token);
+  // Returns the tokens appended.
+  int commit(Session& session, std::span<const int32_t> accepted, int32_t token);
   void finish(Session& session, FinishReason reason);
+  void release_kv(Session& session);
 
   LlamaModel& target_;
   PagedKvCache& cache_;
-  Drafter& drafter_;
-  std::map<SessionKey, std::unique_ptr<Session>> sessions_;  // ordered: deterministic steps
+  std::vector<DrafterSlot> drafters_;
+  EngineLimits limits_;
+  std::map<SessionKey, std::unique_ptr<Session>> sessions_;
+  std::deque<Session*> waiting_;   // front is admitted first
+  std::vector<Session*> running_;  // admission order: back is the youngest
   SessionKey next_key_ = 1;
-  double cost_ratio_ = 0.0;  // running mean of (draft seconds / pass) / (target seconds / pass)
-  int cost_samples_ = 0;
+  uint64_t admissions_ = 0;
+  uint64_t preemptions_ = 0;
+  TargetCostModel cost_model_;
+  StepReport last_step_;
   Buffer probs_;  // (rows, V) standardized target rows of one step
 };
 
 const char* finish_reason_name(FinishReason reason);
+const char* session_state_name(SessionState state);
 
 }  // namespace tandem

@@ -1,0 +1,398 @@
+#include "coordinator/api/completion_request.h"
+
+#include <cmath>
+#include <limits>
+
+#include "coordinator/api/json_depth.h"
+#include "coordinator/api/json_fields.h"
+
+namespace tandem::api {
+namespace {
+
+constexpr int64_t kIntMax = std::numeric_limits<int>::max();
+
+ApiError unrecognized(const std::string& key) {
+  return invalid_request(key, "Unrecognized request argument supplied: " + key);
+}
+
+ApiError not_supported(std::string_view field, std::string_view what_instead) {
+  return invalid_value(field, "this parameter is not supported by this server. " +
+                                  std::string(what_instead));
+}
+
+// nlohmann's messages start with "[json.exception.parse_error.101] "; the
+// client needs the part after it (position and reason), not our library's name.
+std::string without_library_prefix(const std::string& what) {
+  const std::size_t end = what.find("] ");
+  return end == std::string::npos ? what : what.substr(end + 2);
+}
+
+Json parse_body(std::string_view body) {
+  // Before the parser: see json_depth.h for why.
+  if (const auto at = find_nesting_beyond(body, kMaxJsonDepth)) {
+    throw invalid_request(std::nullopt,
+                          "The request body nests arrays or objects deeper than " +
+                              std::to_string(kMaxJsonDepth) + " levels (at byte " +
+                              std::to_string(*at) + "). A completion request needs 3.");
+  }
+  try {
+    return Json::parse(body.begin(), body.end());
+  } catch (const Json::exception& error) {
+    // parse_error (syntax, invalid UTF-8, bad escapes) and out_of_range
+    // (a number such as 1e400 that no double holds) both land here.
+    throw invalid_request(std::nullopt,
+                          "We could not parse the JSON body of your request: " +
+                              without_library_prefix(error.what()) +
+                              ". The body must be one JSON object, e.g. {\"prompt\": \"Hello\"}.");
+  }
+}
+
+std::string read_text_prompt(const Json& value) {
+  const std::string& text = read_string(value, "prompt");
+  if (text.empty()) throw invalid_value("prompt", "the prompt is empty. Send at least one character.");
+  return text;
+}
+
+std::vector<int32_t> read_token_ids(const Json::array_t& items, const RequestLimits& limits) {
+  if (items.empty()) throw invalid_value("prompt", "the prompt is empty. Send at least one token id.");
+  std::vector<int32_t> ids;
+  ids.reserve(items.size());
+  for (std::size_t i = 0; i < items.size(); ++i) {
+    const std::string where = "prompt[" + std::to_string(i) + "]";
+    if (!is_integral_number(items[i])) {
+      throw invalid_request("prompt", "Invalid type for '" + where +
+                                          "': expected an integer token id, but got " +
+                                          json_type_phrase(items[i]) + " instead.");
+    }
+    const std::optional<int64_t> id = exact_integer(items[i]);
+    if (!id || *id < 0 || *id >= limits.vocab_size) {
+      throw invalid_request("prompt", "Invalid '" + where + "': token id " + describe_number(items[i]) +
+                                          " is outside this model's vocabulary [0, " +
+                                          std::to_string(limits.vocab_size) + ").");
+    }
+    ids.push_back(static_cast<int32_t>(*id));
+  }
+  return ids;
+}
+
+// A string, an array of ids, or an array holding exactly one of those.
+void read_prompt(const Json& value, const RequestLimits& limits, CompletionRequest& request) {
+  constexpr std::string_view kShapes =
+      "a string, an array of token ids, or an array holding one of those";
+  if (value.is_string()) {
+    request.prompt = read_text_prompt(value);
+    return;
+  }
+  if (!value.is_array()) throw wrong_type("prompt", kShapes, value);
+  const Json::array_t& items = value.get_ref<const Json::array_t&>();
+  if (items.empty()) throw invalid_value("prompt", "the prompt is empty. Send at least one token id.");
+  if (items.front().is_number()) {
+    request.prompt = read_token_ids(items, limits);
+    return;
+  }
+  if (!items.front().is_string() && !items.front().is_array()) throw wrong_type("prompt", kShapes, value);
+  if (items.size() > 1) {
+    throw invalid_value("prompt", "batching prompts is not supported (got " + std::to_string(items.size()) +
+                                      " prompts). Send one request per prompt, each with n = 1.");
+  }
+  const Json& only = items.front();
+  if (only.is_string()) {
+    request.prompt = read_text_prompt(only);
+  } else {
+    request.prompt = read_token_ids(only.get_ref<const Json::array_t&>(), limits);
+  }
+}
+
+void read_model(const Json& value, const RequestLimits& limits, CompletionRequest& request) {
+  const std::string& model = read_string(value, "model");
+  if (model != limits.served_model_name) {
+    ApiError error = not_found("The model `" + model + "` does not exist. This server serves `" +
+                               limits.served_model_name + "` (see GET /v1/models).");
+    error.param = "model";
+    error.code = "model_not_found";
+    throw error;
+  }
+  request.model = model;
+}
+
+double read_number_in(const Json& value, std::string_view field, double low, bool low_inclusive,
+                      double high) {
+  const double number = read_number(value, field);
+  if (number < low || (!low_inclusive && number == low) || number > high) {
+    const std::string range = (low_inclusive ? "[" : "(") + describe_number(Json(low)) + ", " +
+                              describe_number(Json(high)) + "]";
+    throw invalid_value(field, "Expected a value in " + range + ", but got " +
+                                   describe_number(value) + " instead.");
+  }
+  return number;
+}
+
+void read_max_tokens(const Json& value, const RequestLimits& limits, CompletionRequest& request) {
+  request.max_tokens = static_cast<int>(read_integer(value, "max_tokens", 1, limits.max_tokens_limit));
+}
+
+void read_temperature(const Json& value, const RequestLimits&, CompletionRequest& request) {
+  request.temperature = read_number_in(value, "temperature", 0.0, true, 2.0);
+}
+
+void read_top_p(const Json& value, const RequestLimits&, CompletionRequest& request) {
+  request.top_p = read_number_in(value, "top_p", 0.0, false, 1.0);
+}
+
+void read_top_k(const Json& value, const RequestLimits&, CompletionRequest& request) {
+  const int64_t top_k = read_integer(value, "top_k", -1, kIntMax);
+  request.top_k = top_k == -1 ? 0 : static_cast<int>(top_k);  // vLLM's "off" is our 0
+}
+
+// Any integer from -2^63 to 2^64 - 1; negative seeds wrap modulo 2^64, so
+// clients that pass signed 64-bit seeds get distinct streams for distinct seeds.
+void read_seed(const Json& value, const RequestLimits&, CompletionRequest& request) {
+  if (!is_integral_number(value)) throw wrong_type("seed", "an integer", value);
+  if (value.is_number_unsigned()) {
+    request.seed = value.get<uint64_t>();
+  } else if (value.is_number_integer()) {
+    request.seed = static_cast<uint64_t>(value.get<int64_t>());
+  } else {
+    // A decimal (7.0, 1e3), or an integer literal outside [-2^63, 2^64) that
+    // the parser could only hold as a double. Past 2^53 a double no longer
+    // says which integer was written, so only smaller ones are taken.
+    const double d = value.get<double>();
+    constexpr double two_to_53 = 9007199254740992.0;
+    if (std::fabs(d) >= two_to_53) {
+      throw invalid_value("seed", "Expected an integer in [-2^63, 2^64 - 1] (written without a "
+                                  "fraction or exponent beyond 2^53), but got " +
+                                      describe_number(value) + " instead.");
+    }
+    request.seed = static_cast<uint64_t>(static_cast<int64_t>(d));
+  }
+}
+
+void read_stop(const Json& value, const RequestLimits& limits, CompletionRequest& request) {
+  const auto non_empty = [](const Json& item) {
+    const std::string& text = read_string(item, "stop");
+    if (text.empty()) throw invalid_value("stop", "stop sequences must not be empty strings.");
+    return text;
+  };
+  request.stop.clear();
+  if (value.is_string()) {
+    request.stop.push_back(non_empty(value));
+    return;
+  }
+  if (!value.is_array()) throw wrong_type("stop", "a string or an array of strings", value);
+  const Json::array_t& items = value.get_ref<const Json::array_t&>();
+  if (items.size() > static_cast<std::size_t>(limits.max_stop_sequences)) {
+    throw invalid_value("stop", "at most " + std::to_string(limits.max_stop_sequences) +
+                                    " stop sequences are allowed, but got " +
+                                    std::to_string(items.size()) + ".");
+  }
+  for (const Json& item : items) request.stop.push_back(non_empty(item));
+}
+
+void read_stream(const Json& value, const RequestLimits&, CompletionRequest& request) {
+  request.stream = read_bool(value, "stream");
+}
+
+void read_stream_options(const Json& value, const RequestLimits&, CompletionRequest& request) {
+  for (const auto& [key, option] : read_object(value, "stream_options")) {
+    if (key != "include_usage") throw unrecognized("stream_options." + key);
+    if (!option.is_null()) request.include_usage = read_bool(option, "stream_options.include_usage");
+  }
+}
+
+// n and best_of: one completion per request.
+void require_one(const Json& value, std::string_view field) {
+  if (read_integer(value, field, 0, kIntMax) != 1) {
+    throw invalid_value(field, "only 1 is supported, but got " + describe_number(value) +
+                                   ". Send that many separate requests instead.");
+  }
+}
+
+void read_n(const Json& value, const RequestLimits&, CompletionRequest&) { require_one(value, "n"); }
+
+void read_best_of(const Json& value, const RequestLimits&, CompletionRequest&) {
+  require_one(value, "best_of");
+}
+
+void read_echo(const Json& value, const RequestLimits&, CompletionRequest&) {
+  if (read_bool(value, "echo")) {
+    throw not_supported("echo", "Prepend the prompt to the returned text yourself.");
+  }
+}
+
+void read_logprobs(const Json&, const RequestLimits&, CompletionRequest&) {
+  throw not_supported("logprobs", "Leave it out or set it to null.");
+}
+
+void require_zero_penalty(const Json& value, std::string_view field) {
+  if (read_number(value, field) != 0.0) {
+    throw not_supported(field, "Leave it out or set it to 0 (penalties would change the "
+                               "target's distribution, which speculative decoding preserves).");
+  }
+}
+
+void read_presence_penalty(const Json& value, const RequestLimits&, CompletionRequest&) {
+  require_zero_penalty(value, "presence_penalty");
+}
+
+void read_frequency_penalty(const Json& value, const RequestLimits&, CompletionRequest&) {
+  require_zero_penalty(value, "frequency_penalty");
+}
+
+void read_logit_bias(const Json& value, const RequestLimits&, CompletionRequest&) {
+  if (!read_object(value, "logit_bias").empty()) {
+    throw not_supported("logit_bias", "Leave it out, or send null or {}.");
+  }
+}
+
+void read_suffix(const Json&, const RequestLimits&, CompletionRequest&) {
+  throw not_supported("suffix", "Leave it out or set it to null.");
+}
+
+void read_user(const Json& value, const RequestLimits&, CompletionRequest&) {
+  read_string(value, "user");  // accepted for compatibility; nothing uses it
+}
+
+// Extension (as vLLM): keep generating past the end-of-sequence token, for
+// benchmarks that need outputs of a fixed length.
+void read_ignore_eos(const Json& value, const RequestLimits&, CompletionRequest& request) {
+  request.ignore_eos = read_bool(value, "ignore_eos");
+}
+
+GammaChoice read_gamma(const Json& value) {
+  if (value.is_string()) {
+    if (value.get_ref<const std::string&>() != "auto") {
+      throw invalid_value("speculation.gamma", "Expected an integer in [0, " +
+                                                   std::to_string(kMaxRequestGamma) +
+                                                   "] or \"auto\", but got " + value.dump() + ".");
+    }
+    return GammaChoice{.automatic = true, .gamma = 0};
+  }
+  if (!value.is_number()) {
+    throw wrong_type("speculation.gamma", "an integer or \"auto\"", value);
+  }
+  const int64_t gamma = read_integer(value, "speculation.gamma", 0, kMaxRequestGamma);
+  return GammaChoice{.automatic = false, .gamma = static_cast<int>(gamma)};
+}
+
+DrafterChoice read_drafter(const Json& value) {
+  const std::string& name = read_string(value, "speculation.drafter");
+  for (const DrafterChoice choice : {DrafterChoice::model, DrafterChoice::ngram, DrafterChoice::none}) {
+    if (name == drafter_name(choice)) return choice;
+  }
+  throw invalid_value("speculation.drafter", "Expected one of \"model\", \"ngram\", \"none\", but got " +
+                                                 value.dump() + ".");
+}
+
+// {"gamma": ..., "drafter": ...}, true (the server's defaults) or false (none).
+void read_speculation(const Json& value, const RequestLimits&, CompletionRequest& request) {
+  SpeculationChoice& choice = request.speculation;
+  const GammaChoice no_drafting{.automatic = false, .gamma = 0};
+  if (value.is_boolean()) {
+    if (!value.get<bool>()) choice = SpeculationChoice{no_drafting, DrafterChoice::none};
+    return;
+  }
+  if (!value.is_object()) throw wrong_type("speculation", "an object or a boolean", value);
+  for (const auto& [key, item] : read_object(value, "speculation")) {
+    if (key != "gamma" && key != "drafter") throw unrecognized("speculation." + key);
+  }
+  const Json::object_t& fields = value.get_ref<const Json::object_t&>();
+  if (const auto it = fields.find("gamma"); it != fields.end() && !it->second.is_null()) {
+    choice.gamma = read_gamma(it->second);
+  }
+  if (const auto it = fields.find("drafter"); it != fields.end() && !it->second.is_null()) {
+    choice.drafter = read_drafter(it->second);
+  }
+  if (choice.drafter == DrafterChoice::none) {
+    if (choice.gamma && *choice.gamma != no_drafting) {
+      throw invalid_value("speculation.gamma",
+                          "with drafter \"none\" nothing is drafted; leave gamma out or set it to 0.");
+    }
+    choice.gamma = no_drafting;
+  }
+}
+
+using FieldReader = void (*)(const Json& value, const RequestLimits& limits, CompletionRequest& request);
+
+struct FieldRule {
+  std::string_view name;
+  FieldReader read;  // called only for a present, non-null value
+};
+
+// Every top-level field this server knows, in the order they are checked.
+constexpr FieldRule kFields[] = {
+    {"model", read_model},
+    {"prompt", read_prompt},
+    {"max_tokens", read_max_tokens},
+    {"temperature", read_temperature},
+    {"top_p", read_top_p},
+    {"top_k", read_top_k},
+    {"seed", read_seed},
+    {"stop", read_stop},
+    {"stream", read_stream},
+    {"stream_options", read_stream_options},
+    {"n", read_n},
+    {"best_of", read_best_of},
+    {"echo", read_echo},
+    {"logprobs", read_logprobs},
+    {"presence_penalty", read_presence_penalty},
+    {"frequency_penalty", read_frequency_penalty},
+    {"logit_bias", read_logit_bias},
+    {"suffix", read_suffix},
+    {"user", read_user},
+    {"speculation", read_speculation},
+    {"ignore_eos", read_ignore_eos},
+};
+
+bool is_known_field(std::string_view key) {
+  for (const FieldRule& rule : kFields) {
+    if (rule.name == key) return true;
+  }
+  return false;
+}
+
+}  // namespace
+
+std::string_view drafter_name(DrafterChoice drafter) {
+  switch (drafter) {
+    case DrafterChoice::model: return "model";
+    case DrafterChoice::ngram: return "ngram";
+    case DrafterChoice::none: return "none";
+  }
+  return "none";  // unreachable: every choice is handled above
+}
+
+CompletionRequest parse_completion_request(std::string_view body, const RequestLimits& limits) {
+  const Json root = parse_body(body);
+  if (!root.is_object()) {
+    throw invalid_request(std::nullopt, "The request body must be a JSON object, but got " +
+                                            json_type_phrase(root) + ".");
+  }
+  for (const auto& [key, value] : root.items()) {
+    if (!is_known_field(key)) throw unrecognized(key);
+  }
+
+  CompletionRequest request;
+  request.model = limits.served_model_name;
+  request.max_tokens = limits.default_max_tokens;
+  request.temperature = limits.default_temperature;
+  request.top_p = limits.default_top_p;
+  request.top_k = limits.default_top_k;
+  bool has_prompt = false;
+  for (const FieldRule& rule : kFields) {
+    const auto it = root.find(rule.name);
+    if (it == root.end() || it->is_null()) continue;
+    rule.read(*it, limits, request);
+    has_prompt |= rule.name == "prompt";
+  }
+  if (!has_prompt) {
+    throw invalid_request("prompt", "Missing required parameter: 'prompt'. "
+                                    "Send the text (or token ids) to continue.");
+  }
+  if (const auto it = root.find("stream_options"); it != root.end() && !it->is_null() && !request.stream) {
+    throw invalid_request("stream_options",
+                          "The 'stream_options' parameter is only allowed when 'stream' is enabled.");
+  }
+  return request;
+}
+
+}  // namespace tandem::api

@@ -1,0 +1,86 @@
+// The body of POST /v1/completions: OpenAI's legacy completions request, read
+// strictly into a CompletionRequest.
+//
+// Strict means: every field OpenAI defines is either honoured or refused with
+// a 400 naming it (n > 1, echo, logprobs, penalties, logit_bias, suffix are
+// refused rather than silently ignored, since ignoring them would return
+// something other than what the client asked for); unknown fields are refused
+// with OpenAI's own wording. Extensions: `top_k`, `ignore_eos` (as vLLM) and `speculation`
+// ({"gamma": 0..64 | "auto", "drafter": "model" | "ngram" | "none"}, or
+// false for no speculation). A null field is the same as an absent one.
+// Pure functions: thread-safe.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <variant>
+#include <vector>
+
+#include "coordinator/api/api_error.h"
+
+namespace tandem::api {
+
+// Defaults for absent fields and caps on present ones; the server fills these
+// from its config and the served model.
+struct RequestLimits {
+  int default_max_tokens = 16;     // OpenAI's default for /v1/completions
+  double default_temperature = 1.0;
+  double default_top_p = 1.0;
+  int default_top_k = 0;           // 0 = off, as SamplingParams
+  int max_tokens_limit = 0;        // the largest max_tokens a request may ask for
+  int max_stop_sequences = 4;      // OpenAI allows 4
+  std::string served_model_name;   // the one model id this server answers to
+  int vocab_size = 0;              // token ids in a prompt must be below this
+};
+
+// Nesting allowed in a body; the deepest legitimate request is 3 levels
+// ({"prompt": [[1, 2]]}), so 32 leaves room for clients that wrap things.
+inline constexpr int kMaxJsonDepth = 32;
+// The largest fixed γ a request may ask for.
+inline constexpr int kMaxRequestGamma = 64;
+
+enum class DrafterChoice { model, ngram, none };
+
+// γ as a request asks for it; mirrors GammaPolicy's automatic / gamma.
+struct GammaChoice {
+  bool automatic = false;  // "auto": the policy picks γ per step from α and c
+  int gamma = 0;           // the fixed γ when not automatic (0 = plain decoding)
+  bool operator==(const GammaChoice&) const = default;
+};
+
+// What the request says about speculation; nullopt = the server's default.
+struct SpeculationChoice {
+  std::optional<GammaChoice> gamma;
+  std::optional<DrafterChoice> drafter;
+};
+
+// Text to tokenize, or token ids taken as they are.
+using Prompt = std::variant<std::string, std::vector<int32_t>>;
+
+struct CompletionRequest {
+  std::string model;                  // the served model name when the body omits it
+  Prompt prompt;                      // never empty
+  int max_tokens = 0;                 // in [1, max_tokens_limit]
+  double temperature = 1.0;           // in [0, 2]; 0 = greedy
+  double top_p = 1.0;                 // in (0, 1]
+  int top_k = 0;                      // >= 0; 0 = off (the body's -1 is read as 0)
+  std::optional<uint64_t> seed;       // negative seeds wrap modulo 2^64
+  std::vector<std::string> stop;      // non-empty strings, at most max_stop_sequences
+  bool stream = false;
+  bool include_usage = false;         // stream_options.include_usage (streams only)
+  bool ignore_eos = false;            // extension: generate past end-of-sequence tokens
+  SpeculationChoice speculation;
+};
+
+// Reads a request body. Throws ApiError: 400 naming the field (param) for a
+// bad field, 400 with no param for a body that is not a JSON object (the
+// message gives the parser's position), 404 code "model_not_found" for a
+// model other than the served one.
+CompletionRequest parse_completion_request(std::string_view body, const RequestLimits& limits);
+
+// "model" / "ngram" / "none", as the request and the response spell them.
+std::string_view drafter_name(DrafterChoice drafter);
+
+}  // namespace tandem::api

@@ -1,0 +1,123 @@
+#include "coordinator/api/completion_response.h"
+
+#include <nlohmann/json.hpp>
+#include <random>
+
+namespace tandem::api {
+namespace {
+
+// ordered_json keeps OpenAI's key order, which people reading streams expect.
+using Json = nlohmann::ordered_json;
+
+std::string dump(const Json& value) {
+  return value.dump(-1, ' ', false, Json::error_handler_t::replace);
+}
+
+Json header(std::string_view id, int64_t created_unix, std::string_view model) {
+  Json body;
+  body["id"] = id;
+  body["object"] = "text_completion";
+  body["created"] = created_unix;
+  body["model"] = model;
+  return body;
+}
+
+Json choice(std::string_view text, std::optional<std::string_view> finish_reason) {
+  Json one;
+  one["text"] = text;
+  one["index"] = 0;
+  one["logprobs"] = nullptr;
+  one["finish_reason"] = finish_reason ? Json(*finish_reason) : Json(nullptr);
+  return one;
+}
+
+Json usage_json(const Usage& usage) {
+  Json out;
+  out["prompt_tokens"] = usage.prompt_tokens;
+  out["completion_tokens"] = usage.completion_tokens;
+  out["total_tokens"] = usage.prompt_tokens + usage.completion_tokens;
+  return out;
+}
+
+Json speculation_json(const SpeculationReport& report) {
+  Json out;
+  out["target_steps"] = report.target_steps;
+  out["draft_tokens"] = report.draft_tokens;
+  out["accepted_tokens"] = report.accepted_tokens;
+  out["acceptance_rate"] = report.acceptance_rate;  // nlohmann writes NaN/inf as null
+  out["gamma_policy"] = report.gamma_policy;
+  out["drafter"] = report.drafter;
+  out["lossless"] = report.lossless;
+  return out;
+}
+
+}  // namespace
+
+std::string completion_json(std::string_view id, int64_t created_unix, std::string_view model,
+                            std::string_view text, std::string_view finish_reason,
+                            const Usage& usage, const SpeculationReport& speculation) {
+  Json body = header(id, created_unix, model);
+  body["choices"] = Json::array({choice(text, finish_reason)});
+  body["usage"] = usage_json(usage);
+  body["speculation"] = speculation_json(speculation);
+  return dump(body);
+}
+
+std::string chunk_json(std::string_view id, int64_t created_unix, std::string_view model,
+                       std::string_view text_delta,
+                       std::optional<std::string_view> finish_reason, bool include_usage) {
+  Json body = header(id, created_unix, model);
+  body["choices"] = Json::array({choice(text_delta, finish_reason)});
+  if (include_usage) body["usage"] = nullptr;
+  return dump(body);
+}
+
+std::string usage_chunk_json(std::string_view id, int64_t created_unix, std::string_view model,
+                             const Usage& usage, const SpeculationReport& speculation) {
+  Json body = header(id, created_unix, model);
+  body["choices"] = Json::array();
+  body["usage"] = usage_json(usage);
+  body["speculation"] = speculation_json(speculation);
+  return dump(body);
+}
+
+std::string models_json(std::string_view served_name, int64_t created_unix,
+                        std::string_view owned_by, int max_model_len) {
+  Json model;
+  model["id"] = served_name;
+  model["object"] = "model";
+  model["created"] = created_unix;
+  model["owned_by"] = owned_by;
+  model["max_model_len"] = max_model_len;
+  Json body;
+  body["object"] = "list";
+  body["data"] = Json::array({model});
+  return dump(body);
+}
+
+std::string sse_event(std::string_view json) {
+  std::string event;
+  event.reserve(json.size() + 8);
+  event.append("data: ").append(json).append("\n\n");
+  return event;
+}
+
+std::string sse_done() { return "data: [DONE]\n\n"; }
+
+std::string new_completion_id() {
+  static constexpr std::string_view kAlphabet =
+      "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789";
+  // One generator per thread: no lock, and ids from different threads still
+  // differ because each generator is seeded from the OS's entropy source.
+  thread_local std::mt19937_64 generator = [] {
+    std::random_device entropy;
+    std::seed_seq seed{entropy(), entropy(), entropy(), entropy()};
+    return std::mt19937_64(seed);
+  }();
+  std::uniform_int_distribution<std::size_t> pick(0, kAlphabet.size() - 1);
+  std::string id = "cmpl-";
+  for (int i = 0; i < 24; ++i) id += kAlphabet[pick(generator)];
+  return id;
+}
+
+}  // namespace tandem::api

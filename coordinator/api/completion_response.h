@@ -1,0 +1,69 @@
+// Responses of the completions API as JSON text: the whole completion, the
+// server-sent-event chunks of a streamed one, and the /v1/models listing.
+//
+// Shapes are OpenAI's text_completion objects, with one addition: a
+// "speculation" object beside "usage" that reports how speculative decoding
+// went for this request. Strings are dumped with invalid UTF-8 replaced by
+// U+FFFD, so a bad byte from a tokenizer never turns into an exception here.
+// Every function is thread-safe.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+
+namespace tandem::api {
+
+// How speculative decoding served one request.
+struct SpeculationReport {
+  int target_steps = 0;        // verification passes the request took part in
+  int draft_tokens = 0;        // Σ γ drafted
+  int accepted_tokens = 0;     // drafted tokens the target accepted
+  double acceptance_rate = 0;  // α; a non-finite value is sent as null
+  std::string gamma_policy;    // "auto" or the fixed γ, e.g. "4"
+  std::string drafter;         // "model", "ngram" or "none"
+  bool lossless = true;        // output has exactly the target's distribution
+};
+
+struct Usage {
+  int prompt_tokens = 0;
+  int completion_tokens = 0;   // total_tokens is their sum
+};
+
+// The non-streamed response: {"id", "object": "text_completion", "created",
+// "model", "choices": [{"text", "index": 0, "logprobs": null, "finish_reason"}],
+// "usage": {prompt_tokens, completion_tokens, total_tokens}, "speculation"}.
+// finish_reason is "stop" (a stop sequence or token) or "length".
+std::string completion_json(std::string_view id, int64_t created_unix, std::string_view model,
+                            std::string_view text, std::string_view finish_reason,
+                            const Usage& usage, const SpeculationReport& speculation);
+
+// One streamed chunk: the same shape with the new text, no usage, and
+// finish_reason null until the last chunk. With include_usage (the request's
+// stream_options.include_usage) it carries "usage": null, as OpenAI's do.
+std::string chunk_json(std::string_view id, int64_t created_unix, std::string_view model,
+                       std::string_view text_delta,
+                       std::optional<std::string_view> finish_reason,
+                       bool include_usage = false);
+
+// The extra chunk sent before [DONE] when stream_options.include_usage is set:
+// "choices": [] with "usage" and "speculation".
+std::string usage_chunk_json(std::string_view id, int64_t created_unix, std::string_view model,
+                             const Usage& usage, const SpeculationReport& speculation);
+
+// GET /v1/models: {"object": "list", "data": [{"id", "object": "model",
+// "created", "owned_by", "max_model_len"}]}.
+std::string models_json(std::string_view served_name, int64_t created_unix,
+                        std::string_view owned_by, int max_model_len);
+
+// "data: <json>\n\n": one server-sent event.
+std::string sse_event(std::string_view json);
+// "data: [DONE]\n\n": the end of an OpenAI stream.
+std::string sse_done();
+
+// "cmpl-" followed by 24 random ASCII letters and digits. Thread-safe (each
+// thread draws from its own generator).
+std::string new_completion_id();
+
+}  // namespace tandem::api

@@ -1,0 +1,322 @@
+// Reading a deployment: the schema (which keys each section takes, their
+// defaults and ranges) and the checks that span keys. The strict reading of
+// single values is ConfigSection's job (config_section.h).
+#include "coordinator/config/deployment_config.h"
+
+#include <yaml-cpp/yaml.h>
+
+#include <climits>
+#include <fstream>
+#include <memory>
+#include <sstream>
+
+#include "common/error.h"
+#include "coordinator/config/config_section.h"
+
+namespace tandem {
+namespace {
+
+using config::ConfigSection;
+using config::Interval;
+using Keys = std::vector<std::string>;
+
+const Keys kTopKeys = {"server",    "models",   "placement", "speculation",
+                       "scheduler", "sampling", "limits"};
+const Keys kServerKeys = {"host",
+                          "port",
+                          "http_threads",
+                          "max_body_bytes",
+                          "request_timeout_seconds",
+                          "api_key_env",
+                          "shutdown_grace_seconds",
+                          "served_model_name"};
+const Keys kModelsKeys = {"target", "draft"};
+const Keys kModelKeys = {"path", "load_format", "shape", "seed", "tokenizer"};
+const Keys kPlacementKeys = {"backend", "threads"};
+const Keys kSpeculationKeys = {"drafter",   "gamma",     "max_gamma", "prior_alpha",
+                               "ngram_min", "ngram_max", "lenience"};
+const Keys kSchedulerKeys = {"max_running_sessions", "max_queued_requests",
+                             "step_token_budget",    "kv_blocks",
+                             "block_size",           "draft_kv_blocks"};
+const Keys kSamplingKeys = {"temperature", "top_p", "top_k", "max_tokens"};
+const Keys kLimitsKeys = {"max_tokens", "max_prompt_tokens", "max_stop_sequences"};
+
+constexpr std::int64_t kIntMax = INT_MAX;
+constexpr int kMaxGamma = 64;
+constexpr int kMaxNgram = 32;
+
+// [A-Za-z_][A-Za-z0-9_]*: what a POSIX shell accepts as a variable name.
+bool is_env_var_name(const std::string& name) {
+  if (name.empty() || (name[0] >= '0' && name[0] <= '9')) return false;
+  for (const char c : name) {
+    const bool ok =
+        (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '_';
+    if (!ok) return false;
+  }
+  return true;
+}
+
+ServerConfig read_server(const ConfigSection& section) {
+  section.allow_only(kServerKeys);
+  ServerConfig server;
+  server.host = section.text("host", server.host);
+  server.port = static_cast<int>(section.integer("port", server.port, 0, 65535));
+  server.http_threads =
+      static_cast<int>(section.integer("http_threads", server.http_threads, 1, 64));
+  server.max_body_bytes =
+      section.integer("max_body_bytes", server.max_body_bytes, 1024, std::int64_t{1} << 30);
+  server.request_timeout_seconds =
+      section.number("request_timeout_seconds", server.request_timeout_seconds,
+                     Interval{.low = 0, .low_open = true});
+  // The key's value is the variable's name, never the key itself: a config
+  // file gets copied and committed, an environment variable does not.
+  server.api_key_env =
+      section.scalar("api_key_env", "the name of an environment variable").value_or("");
+  if (!server.api_key_env.empty() && !is_env_var_name(server.api_key_env)) {
+    section.fail("api_key_env",
+                 "expected the NAME of an environment variable ([A-Za-z_][A-Za-z0-9_]*, "
+                 "e.g. TANDEM_API_KEY) that holds the key, got \"" +
+                     server.api_key_env + "\"");
+  }
+  server.shutdown_grace_seconds =
+      section.number("shutdown_grace_seconds", server.shutdown_grace_seconds, Interval{.low = 0});
+  server.served_model_name = section.text("served_model_name", server.served_model_name);
+  return server;
+}
+
+ModelSource read_model(const ConfigSection& section) {
+  section.allow_only(kModelKeys);
+  ModelSource model;
+  const bool dummy =
+      section.word("load_format", "safetensors", {"safetensors", "dummy"}) == "dummy";
+  model.load_format = dummy ? LoadFormat::dummy : LoadFormat::safetensors;
+  if (!dummy && !section.has("path")) {
+    section.fail(
+        "path",
+        "required key missing (a Hugging Face model directory: config.json, *.safetensors)");
+  }
+  if (dummy && !section.has("shape")) {
+    section.fail("shape",
+                 "required when load_format is dummy (a config.json giving the shape, "
+                 "e.g. configs/shapes/llama-3-8b.json)",
+                 "load_format");
+  }
+  for (const char* dummy_only : {"shape", "seed"}) {
+    if (!dummy && section.has(dummy_only)) {
+      section.fail(dummy_only,
+                   "only used with load_format: dummy; remove it or set load_format: dummy");
+    }
+  }
+  model.path = section.text("path", "");
+  model.shape = section.text("shape", "");
+  model.seed = static_cast<std::uint64_t>(section.integer("seed", 0, 0, INT64_MAX));
+  model.tokenizer = section.text("tokenizer", model.path.string());
+  return model;
+}
+
+PlacementConfig read_placement(const ConfigSection& section) {
+  section.allow_only(kPlacementKeys);
+  PlacementConfig placement;  // backend: cpu, the one BackendKind built so far
+  const std::string backend = section.text("backend", "cpu");
+  if (backend != "cpu") {
+    section.fail("backend", "must be cpu for now (cuda arrives with the GPU backend), got \"" +
+                                backend + "\"");
+  }
+  placement.threads = static_cast<int>(section.integer("threads", placement.threads, 0, 1024));
+  return placement;
+}
+
+DrafterKind to_drafter(const std::string& word) {
+  if (word == "model") return DrafterKind::model;
+  if (word == "ngram") return DrafterKind::ngram;
+  return DrafterKind::none;
+}
+
+SpeculationConfig read_speculation(const ConfigSection& section, bool has_draft) {
+  section.allow_only(kSpeculationKeys);
+  SpeculationConfig speculation;
+  speculation.drafter =
+      to_drafter(section.word("drafter", has_draft ? "model" : "none", {"model", "ngram", "none"}));
+  if (speculation.drafter == DrafterKind::model && !has_draft) {
+    section.fail("drafter",
+                 "is model, but models.draft is not configured; add a models.draft section "
+                 "or use ngram or none");
+  }
+  const char* gamma_forms = "\"auto\" or an integer";
+  const std::optional<std::string> gamma = section.scalar("gamma", gamma_forms);
+  speculation.gamma_auto = !gamma || *gamma == "auto";
+  if (!speculation.gamma_auto) {
+    speculation.gamma =
+        static_cast<int>(section.to_integer("gamma", *gamma, 0, kMaxGamma, gamma_forms));
+    if (speculation.drafter == DrafterKind::none && speculation.gamma > 0) {
+      section.fail("gamma", "must be 0 or auto when speculation.drafter is none, got " + *gamma);
+    }
+  }
+  speculation.max_gamma =
+      static_cast<int>(section.integer("max_gamma", speculation.max_gamma, 1, kMaxGamma));
+  speculation.prior_alpha =
+      section.number("prior_alpha", speculation.prior_alpha,
+                     Interval{.low = 0, .high = 1, .low_open = true, .high_open = true});
+  speculation.ngram_min =
+      static_cast<int>(section.integer("ngram_min", speculation.ngram_min, 1, kMaxNgram));
+  speculation.ngram_max =
+      static_cast<int>(section.integer("ngram_max", speculation.ngram_max, 1, kMaxNgram));
+  if (speculation.ngram_min > speculation.ngram_max) {  // only a given ngram_min can exceed 1
+    section.fail("ngram_min", "must be <= speculation.ngram_max (" +
+                                  std::to_string(speculation.ngram_max) + "), got " +
+                                  std::to_string(speculation.ngram_min));
+  }
+  speculation.lenience = section.number("lenience", speculation.lenience,
+                                        Interval{.low = 0, .high = 1, .low_open = true});
+  return speculation;
+}
+
+SchedulerConfig read_scheduler(const ConfigSection& section) {
+  section.allow_only(kSchedulerKeys);
+  SchedulerConfig scheduler;
+  const auto read = [&](const char* key, int fallback, std::int64_t low, std::int64_t high) {
+    return static_cast<int>(section.integer(key, fallback, low, high));
+  };
+  scheduler.max_running_sessions =
+      read("max_running_sessions", scheduler.max_running_sessions, 1, 4096);
+  scheduler.max_queued_requests =
+      read("max_queued_requests", scheduler.max_queued_requests, 0, 1000000);
+  scheduler.step_token_budget = read("step_token_budget", scheduler.step_token_budget, 16, kIntMax);
+  scheduler.kv_blocks = read("kv_blocks", scheduler.kv_blocks, 0, kIntMax);
+  scheduler.block_size = read("block_size", scheduler.block_size, 1, 1024);
+  scheduler.draft_kv_blocks = read("draft_kv_blocks", scheduler.draft_kv_blocks, 0, kIntMax);
+  return scheduler;
+}
+
+SamplingDefaults read_sampling(const ConfigSection& section) {
+  section.allow_only(kSamplingKeys);
+  SamplingDefaults sampling;
+  sampling.temperature =
+      section.number("temperature", sampling.temperature, Interval{.low = 0, .high = 2});
+  sampling.top_p =
+      section.number("top_p", sampling.top_p, Interval{.low = 0, .high = 1, .low_open = true});
+  sampling.top_k = static_cast<int>(section.integer("top_k", sampling.top_k, 0, kIntMax));
+  sampling.max_tokens =
+      static_cast<int>(section.integer("max_tokens", sampling.max_tokens, 1, kIntMax));
+  return sampling;
+}
+
+LimitsConfig read_limits(const ConfigSection& section) {
+  section.allow_only(kLimitsKeys);
+  LimitsConfig limits;
+  limits.max_tokens =
+      static_cast<int>(section.integer("max_tokens", limits.max_tokens, 1, kIntMax));
+  limits.max_prompt_tokens =
+      static_cast<int>(section.integer("max_prompt_tokens", limits.max_prompt_tokens, 0, kIntMax));
+  limits.max_stop_sequences =
+      static_cast<int>(section.integer("max_stop_sequences", limits.max_stop_sequences, 0, 64));
+  return limits;
+}
+
+// The one document of a deployment file; syntax errors keep their line.
+YAML::Node parse_document(const std::string& text, const std::string& source) {
+  std::vector<YAML::Node> documents;
+  try {
+    documents = YAML::LoadAll(text);
+  } catch (const YAML::Exception& error) {
+    throw Error(ErrorKind::invalid_argument,
+                config::located(source, error.mark.is_null() ? 0 : error.mark.line + 1,
+                                "YAML syntax error: " + error.msg));
+  }
+  if (documents.empty() || (documents.size() == 1 && documents[0].IsNull())) {
+    throw Error(ErrorKind::invalid_argument,
+                source +
+                    ": the file is empty; a deployment needs at least models.target.path "
+                    "(see configs/README.md and configs/local.yaml)");
+  }
+  if (documents.size() > 1) {
+    // The second document's own mark is its first key; point at the --- above it.
+    const YAML::Mark second = documents[1].Mark();
+    int line = second.is_null() ? -1 : second.line;
+    while (line > 0 && !config::line_of_text(text, line).starts_with("---")) --line;
+    throw Error(ErrorKind::invalid_argument,
+                config::located(source, line + 1,
+                                "a deployment file holds one YAML document, found " +
+                                    std::to_string(documents.size()) + " (remove the extra ---)"));
+  }
+  return documents[0];
+}
+
+}  // namespace
+
+DeploymentConfig parse_deployment(const std::string& yaml_text, const std::string& source_name) {
+  const ConfigSection top = ConfigSection::root(parse_document(yaml_text, source_name), source_name,
+                                                std::make_shared<const std::string>(yaml_text));
+  top.allow_only(kTopKeys);
+  DeploymentConfig deployment;
+  deployment.server = read_server(top.section_or_empty("server"));
+
+  const ConfigSection models = top.section_or_empty("models");
+  models.allow_only(kModelsKeys);
+  const std::optional<ConfigSection> target = models.section("target");
+  if (!target) models.fail("target", "required section missing");
+  deployment.target = read_model(*target);
+  if (const std::optional<ConfigSection> draft = models.section("draft")) {
+    deployment.draft = read_model(*draft);
+  }
+
+  deployment.placement = read_placement(top.section_or_empty("placement"));
+  deployment.speculation =
+      read_speculation(top.section_or_empty("speculation"), deployment.draft.has_value());
+  deployment.scheduler = read_scheduler(top.section_or_empty("scheduler"));
+  const ConfigSection sampling = top.section_or_empty("sampling");
+  deployment.sampling = read_sampling(sampling);
+  deployment.limits = read_limits(top.section_or_empty("limits"));
+  if (deployment.sampling.max_tokens > deployment.limits.max_tokens) {
+    sampling.fail("max_tokens", "the default (" + std::to_string(deployment.sampling.max_tokens) +
+                                    ") must be <= limits.max_tokens (" +
+                                    std::to_string(deployment.limits.max_tokens) + ")");
+  }
+  return deployment;
+}
+
+DeploymentConfig load_deployment(const std::filesystem::path& file) {
+  std::ifstream in(file, std::ios::binary);
+  require(std::filesystem::is_regular_file(file) && in.good(), ErrorKind::not_found,
+          file.string() +
+              ": cannot read the deployment config (is the path right? "
+              "configs/local.yaml is the default)");
+  std::ostringstream text;
+  text << in.rdbuf();
+  return parse_deployment(text.str(), file.string());
+}
+
+std::vector<std::string> deployment_key_paths() {
+  std::vector<std::string> paths;
+  const auto add = [&](const std::string& section, const Keys& keys) {
+    for (const std::string& key : keys) paths.push_back(section + "." + key);
+  };
+  add("server", kServerKeys);
+  add("models.target", kModelKeys);
+  add("models.draft", kModelKeys);
+  add("placement", kPlacementKeys);
+  add("speculation", kSpeculationKeys);
+  add("scheduler", kSchedulerKeys);
+  add("sampling", kSamplingKeys);
+  add("limits", kLimitsKeys);
+  return paths;
+}
+
+const char* load_format_name(LoadFormat format) {
+  switch (format) {
+    case LoadFormat::safetensors: return "safetensors";
+    case LoadFormat::dummy: return "dummy";
+  }
+  return "?";
+}
+
+const char* drafter_name(DrafterKind drafter) {
+  switch (drafter) {
+    case DrafterKind::model: return "model";
+    case DrafterKind::ngram: return "ngram";
+    case DrafterKind::none: return "none";
+  }
+  return "?";
+}
+
+}  // namespace tandem

@@ -1,0 +1,90 @@
+// describe(DeploymentConfig): the one-line-per-section summary that
+// `tandem serve --check-config` prints, so that a user sees what the defaults
+// filled in before a server starts.
+#include <sstream>
+
+#include "coordinator/config/deployment_config.h"
+
+namespace tandem {
+namespace {
+
+std::string number(double value) {
+  std::ostringstream out;
+  out << value;
+  return out.str();
+}
+
+std::string describe_model(const ModelSource& model) {
+  std::string line;
+  switch (model.load_format) {
+    case LoadFormat::safetensors: line = model.path.string() + " (safetensors)"; break;
+    case LoadFormat::dummy:
+      line = "dummy weights shaped by " + model.shape.string() + ", seed " +
+             std::to_string(model.seed);
+      break;
+  }
+  return line + ", tokenizer " + (model.tokenizer.empty() ? "none" : model.tokenizer.string());
+}
+
+std::string describe_drafter(const SpeculationConfig& speculation) {
+  switch (speculation.drafter) {
+    case DrafterKind::model: return "draft model";
+    case DrafterKind::ngram:
+      return "n-gram (n " + std::to_string(speculation.ngram_min) + ".." +
+             std::to_string(speculation.ngram_max) + ")";
+    case DrafterKind::none: return "none";
+  }
+  return "?";
+}
+
+std::string blocks(int count) {
+  return count == 0 ? "auto" : std::to_string(count);
+}
+
+}  // namespace
+
+std::string describe(const DeploymentConfig& config) {
+  const ServerConfig& server = config.server;
+  const SpeculationConfig& speculation = config.speculation;
+  const SchedulerConfig& scheduler = config.scheduler;
+  std::ostringstream out;
+  out << "server: " << server.host << ":" << server.port
+      << (server.port == 0 ? " (a free port)" : "") << " serving \"" << server.served_model_name
+      << "\", " << server.http_threads << " HTTP threads, bodies <= " << server.max_body_bytes
+      << " bytes, " << number(server.request_timeout_seconds) << " s timeout, "
+      << number(server.shutdown_grace_seconds) << " s shutdown grace, "
+      << (server.api_key_env.empty() ? "no API key" : "API key from $" + server.api_key_env)
+      << "\n";
+  out << "target: " << describe_model(config.target) << "\n";
+  out << "draft: " << (config.draft ? describe_model(*config.draft) : "none") << "\n";
+  out << "placement: " << backend_name(config.placement.backend) << ", "
+      << (config.placement.threads == 0 ? "all cores"
+                                        : std::to_string(config.placement.threads) + " threads")
+      << "\n";
+  out << "speculation: drafter " << describe_drafter(speculation) << ", gamma "
+      << (speculation.gamma_auto ? "auto (<= " + std::to_string(speculation.max_gamma) +
+                                       ", prior alpha " + number(speculation.prior_alpha) + ")"
+                                 : std::to_string(speculation.gamma))
+      << ", "
+      << (speculation.lenience == 1.0
+              ? "lossless"
+              : "lenience " + number(speculation.lenience) + " (not lossless)")
+      << "\n";
+  out << "scheduler: " << scheduler.max_running_sessions << " running sessions, "
+      << scheduler.max_queued_requests << " queued, " << scheduler.step_token_budget
+      << " tokens per step, KV blocks of " << scheduler.block_size
+      << " tokens: " << blocks(scheduler.kv_blocks) << " target, "
+      << blocks(scheduler.draft_kv_blocks) << " draft\n";
+  out << "sampling: temperature " << number(config.sampling.temperature) << ", top_p "
+      << number(config.sampling.top_p) << ", top_k "
+      << (config.sampling.top_k == 0 ? "off" : std::to_string(config.sampling.top_k))
+      << ", max_tokens " << config.sampling.max_tokens << "\n";
+  out << "limits: max_tokens " << config.limits.max_tokens << ", prompts up to "
+      << (config.limits.max_prompt_tokens == 0
+              ? "the model's context"
+              : std::to_string(config.limits.max_prompt_tokens) + " tokens")
+      << ", " << config.limits.max_stop_sequences << " stop sequences\n";
+  return out.str();
+}
+
+}  // namespace tandem

@@ -1,0 +1,80 @@
+#include "coordinator/http/exchange.h"
+
+#include <sys/socket.h>
+
+#include <boost/asio/redirect_error.hpp>
+#include <boost/asio/use_awaitable.hpp>
+#include <cerrno>
+
+namespace tandem::http {
+
+namespace {
+constexpr std::string_view kServerName = "tandem";
+}
+
+std::string_view Exchange::path() const {
+  std::string_view target(request_.target().data(), request_.target().size());
+  return target.substr(0, target.find('?'));
+}
+
+Response make_response(const Request& request, bhttp::status status, std::string body,
+                       std::string_view content_type) {
+  Response response(status, request.version());
+  response.set(bhttp::field::content_type, content_type);
+  response.body() = std::move(body);
+  return response;
+}
+
+asio::awaitable<void> Exchange::respond(Response response) {
+  response.set(bhttp::field::server, kServerName);
+  keep_alive_ = keep_alive_ && request_.keep_alive() && response.keep_alive();
+  response.keep_alive(keep_alive_);
+  response.prepare_payload();
+  status_ = static_cast<int>(response.result_int());
+  beast::error_code ec;
+  co_await bhttp::async_write(stream_, response, asio::redirect_error(asio::use_awaitable, ec));
+  if (ec) keep_alive_ = false;
+}
+
+asio::awaitable<bool> Exchange::begin_stream() {
+  bhttp::response<bhttp::empty_body> header(bhttp::status::ok, request_.version());
+  header.set(bhttp::field::server, kServerName);
+  header.set(bhttp::field::content_type, "text/event-stream");
+  header.set(bhttp::field::cache_control, "no-cache");
+  keep_alive_ = keep_alive_ && request_.keep_alive();
+  header.keep_alive(keep_alive_);
+  header.chunked(true);
+  status_ = 200;
+  bhttp::response_serializer<bhttp::empty_body> serializer(header);
+  beast::error_code ec;
+  co_await bhttp::async_write_header(stream_, serializer,
+                                     asio::redirect_error(asio::use_awaitable, ec));
+  if (ec) keep_alive_ = false;
+  co_return !ec;
+}
+
+asio::awaitable<bool> Exchange::stream_write(std::string_view data) {
+  beast::error_code ec;
+  co_await asio::async_write(stream_, bhttp::make_chunk(asio::buffer(data.data(), data.size())),
+                             asio::redirect_error(asio::use_awaitable, ec));
+  if (ec) keep_alive_ = false;
+  co_return !ec;
+}
+
+asio::awaitable<void> Exchange::end_stream() {
+  beast::error_code ec;
+  co_await asio::async_write(stream_, bhttp::make_chunk_last(),
+                             asio::redirect_error(asio::use_awaitable, ec));
+  if (ec) keep_alive_ = false;
+}
+
+bool Exchange::peer_closed() {
+  char byte;
+  const auto fd = stream_.socket().native_handle();
+  const ssize_t got = ::recv(fd, &byte, 1, MSG_PEEK | MSG_DONTWAIT);
+  if (got > 0) return false;  // the client sent more (a pipelined request): still there
+  if (got == 0) return true;  // orderly shutdown
+  return errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR;
+}
+
+}  // namespace tandem::http

@@ -1,0 +1,68 @@
+// Exchange: one HTTP request and the ways a handler may answer it.
+//
+// A handler either sends one whole response (respond) or opens an event
+// stream (begin_stream, stream_write..., end_stream) written with chunked
+// transfer encoding so the connection stays usable afterwards. Everything
+// runs on the connection's strand; the handler's coroutine may wait on
+// timers bound to executor() without racing the connection.
+#pragma once
+
+#include <utility>  // before Asio: its awaitable.hpp uses std::exchange without it
+
+#include <boost/asio/awaitable.hpp>
+#include <boost/asio/ip/tcp.hpp>
+#include <boost/asio/strand.hpp>
+#include <boost/beast/core/tcp_stream.hpp>
+#include <boost/beast/http.hpp>
+#include <string>
+#include <string_view>
+
+namespace tandem::http {
+
+namespace asio = boost::asio;
+namespace beast = boost::beast;
+namespace bhttp = boost::beast::http;
+
+using Request = bhttp::request<bhttp::string_body>;
+using Response = bhttp::response<bhttp::string_body>;
+
+class Exchange {
+ public:
+  Exchange(beast::tcp_stream& stream, Request request)
+      : stream_(stream), request_(std::move(request)) {}
+
+  const Request& request() const { return request_; }
+  // The path without the query string.
+  std::string_view path() const;
+  asio::any_io_executor executor() { return stream_.get_executor(); }
+
+  // Sends one response; keep-alive follows the request. Content-Length and
+  // the Server header are filled in.
+  asio::awaitable<void> respond(Response response);
+  // Opens a `text/event-stream` response. False when the client is gone.
+  asio::awaitable<bool> begin_stream();
+  // One piece of the stream (already framed as SSE). False when the client is gone.
+  asio::awaitable<bool> stream_write(std::string_view data);
+  asio::awaitable<void> end_stream();
+
+  // Whether the client has closed its end (a non-blocking look at the socket).
+  // Checked while a request waits for the engine, so that a vanished client
+  // cancels its session.
+  bool peer_closed();
+  // Whether the connection may serve another request afterwards.
+  bool keep_alive() const { return keep_alive_; }
+  // The status sent (for metrics); 0 until something was sent.
+  int status() const { return status_; }
+
+ private:
+  beast::tcp_stream& stream_;
+  Request request_;
+  bool keep_alive_ = true;
+  int status_ = 0;
+};
+
+// Builds a response with a body and content type.
+Response make_response(const Request& request, bhttp::status status, std::string body,
+                       std::string_view content_type = "application/json");
+
+}  // namespace tandem::http

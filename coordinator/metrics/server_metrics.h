@@ -1,0 +1,101 @@
+// ServerMetrics: every metric the Tandem server reports on GET /metrics, each
+// a named reference into one Registry.
+//
+// Names follow vLLM's (vllm:spec_decode_num_drafts becomes
+// tandem_spec_decode_num_drafts_total) with two changes: the prefix is
+// "tandem_", because `promtool check metrics` rejects colons in exported names
+// (they are meant for recording rules), and every counter ends in _total.
+//
+// Thread-safety: all members are safe from any thread. The named references
+// and the helpers below never take the registry's lock once a series exists,
+// except requests(), which looks its series up under it.
+#pragma once
+
+#include <array>
+#include <atomic>
+#include <string>
+#include <string_view>
+
+#include "coordinator/metrics/registry.h"
+
+namespace tandem::metrics {
+
+inline constexpr std::string_view kMetricPrefix = "tandem_";
+
+// Draft positions past this many are not counted per position (they still
+// count in spec_decode_num_accepted_tokens_total).
+inline constexpr int kMaxAcceptedPositions = 64;
+
+// The finished_reason label values of request_success_total, in the words of
+// the OpenAI API's finish_reason plus the server's own ends.
+inline constexpr std::array<std::string_view, 6> kFinishedReasons = {
+    "stop", "length", "context", "cancelled", "timeout", "error"};
+
+struct ServerMetrics {
+  ServerMetrics();
+  ServerMetrics(const ServerMetrics&) = delete;
+  ServerMetrics& operator=(const ServerMetrics&) = delete;
+
+  // Declared first: every reference below points into it. Other parts of the
+  // server may register more metrics here.
+  Registry registry;
+
+  // Requests and tokens.
+  Counter& prompt_tokens;          // tandem_prompt_tokens_total
+  Counter& generation_tokens;      // tandem_generation_tokens_total
+  Histogram& time_to_first_token;  // tandem_time_to_first_token_seconds
+  Histogram& time_per_output_token;  // tandem_time_per_output_token_seconds
+  Histogram& e2e_request_latency;  // tandem_e2e_request_latency_seconds
+
+  // Scheduler and KV cache.
+  Gauge& num_requests_waiting;        // tandem_num_requests_waiting
+  Gauge& num_requests_running;        // tandem_num_requests_running
+  Counter& num_preemptions;           // tandem_num_preemptions_total
+  Gauge& kv_cache_blocks_used_target;  // tandem_kv_cache_blocks_used{model="target"}
+  Gauge& kv_cache_blocks_used_draft;   // tandem_kv_cache_blocks_used{model="draft"}
+  Gauge& kv_cache_blocks_free_target;  // tandem_kv_cache_blocks_free{model="target"}
+  Gauge& kv_cache_blocks_free_draft;   // tandem_kv_cache_blocks_free{model="draft"}
+
+  // Speculation (the paper's α, c and γ) and the target passes it drives.
+  Counter& spec_decode_num_drafts;           // tandem_spec_decode_num_drafts_total
+  Counter& spec_decode_num_draft_tokens;     // tandem_spec_decode_num_draft_tokens_total
+  Counter& spec_decode_num_accepted_tokens;  // tandem_spec_decode_num_accepted_tokens_total
+  Gauge& spec_decode_acceptance_rate;        // α, tandem_spec_decode_acceptance_rate
+  Gauge& spec_decode_cost_ratio;             // c, tandem_spec_decode_cost_ratio
+  Gauge& spec_decode_mean_gamma;             // tandem_spec_decode_mean_gamma
+  Counter& target_steps;                     // tandem_target_steps_total
+  Histogram& target_step_tokens;             // tandem_target_step_tokens
+
+  // tandem_requests_total{route, status}: one per HTTP response. route is the
+  // matched route ("/v1/completions"), never the raw request target, so the
+  // number of series stays bounded. status must be 100..599.
+  Counter& requests(std::string_view route, int status);
+
+  // tandem_request_success_total{finished_reason}: one of kFinishedReasons,
+  // else an Error (invalid_argument). Lock-free.
+  Counter& request_success(std::string_view finished_reason);
+
+  // One session's verified block: `accepted` of `drafted` draft tokens kept.
+  // Bumps tandem_spec_decode_num_accepted_tokens_per_pos_total for positions
+  // 0..accepted-1, and makes sure positions up to drafted-1 exist (at 0) so
+  // each position's acceptance rate can be read against num_drafts.
+  // 0 <= accepted <= drafted, else an Error (invalid_argument).
+  void record_accepted_positions(int accepted, int drafted);
+
+  // All of one block's draft counters at once: num_drafts (when drafted > 0),
+  // num_draft_tokens, num_accepted_tokens and the per-position counts.
+  void record_draft(int accepted, int drafted);
+
+  // The exposition for GET /metrics (Content-Type: kContentType).
+  std::string render() const { return registry.render(); }
+
+ private:
+  Counter& accepted_at_position(int position);
+
+  std::array<Counter*, kFinishedReasons.size()> request_success_by_reason_{};
+  // Filled on first use; a series once created never moves, so a pointer
+  // published here is good for the registry's life.
+  std::array<std::atomic<Counter*>, kMaxAcceptedPositions> accepted_per_position_{};
+};
+
+}  // namespace tandem::metrics

@@ -1,0 +1,53 @@
+#include "coordinator/models/load_model.h"
+
+#include <algorithm>
+#include <fstream>
+#include <sstream>
+
+#include "common/error.h"
+#include "workers/llama_weights.h"
+#include "workers/model_config.h"
+
+namespace tandem {
+namespace {
+
+// A directory holding config.json, or any JSON file of that schema (so
+// published shapes can live side by side in configs/shapes/).
+ModelConfig read_config(const std::filesystem::path& path) {
+  if (std::filesystem::is_directory(path)) return load_model_config(path);
+  std::ifstream file(path);
+  require(file.good(), ErrorKind::not_found, "cannot open model config " + path.string());
+  std::stringstream text;
+  text << file.rdbuf();
+  return parse_model_config(text.str(), path.string());
+}
+
+}  // namespace
+
+LoadedModel load_model(const ModelSpec& spec, Backend& backend) {
+  LoadedModel loaded;
+  ModelConfig config = read_config(spec.path);
+  LlamaWeights weights = spec.dummy ? make_dummy_weights(config, spec.dummy_seed, backend)
+                                    : load_llama_weights(spec.path, config, backend);
+  if (spec.tokenizer_dir) {
+    loaded.tokenizer = Tokenizer::load(*spec.tokenizer_dir);
+  } else if (!spec.dummy) {
+    loaded.tokenizer = Tokenizer::load(spec.path);
+  }
+
+  require(spec.block_size > 0, ErrorKind::invalid_argument, "KV block size must be positive");
+  const int per_context = (config.max_position_embeddings + spec.block_size - 1) / spec.block_size;
+  const int blocks = spec.kv_blocks > 0 ? spec.kv_blocks : std::min(8 * per_context, 4096);
+  loaded.cache = std::make_unique<PagedKvCache>(config, blocks, spec.block_size, backend);
+  loaded.model = std::make_unique<LlamaModel>(std::move(config), std::move(weights), backend);
+  return loaded;
+}
+
+void require_same_vocabulary(const LlamaModel& target, const LlamaModel& draft) {
+  require(draft.config().vocab_size == target.config().vocab_size, ErrorKind::invalid_argument,
+          "the draft's vocabulary (" + std::to_string(draft.config().vocab_size) +
+              ") differs from the target's (" + std::to_string(target.config().vocab_size) +
+              "): a draft must share the target's tokenizer");
+}
+
+}  // namespace tandem

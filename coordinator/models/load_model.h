@@ -1,0 +1,40 @@
+// Opening one model for serving: weights (a Hugging Face checkpoint or dummy
+// weights of a published shape), its tokenizer and its own paged KV cache.
+// Shared by the CLI commands and the server.
+#pragma once
+
+#include <cstdint>
+#include <filesystem>
+#include <memory>
+#include <optional>
+
+#include "common/tokenizer/tokenizer.h"
+#include "kernels/backend.h"
+#include "workers/kv_cache.h"
+#include "workers/llama_model.h"
+
+namespace tandem {
+
+struct ModelSpec {
+  // A checkpoint directory, or with dummy weights a config.json (or a
+  // directory holding one) giving the shape.
+  std::filesystem::path path;
+  bool dummy = false;
+  uint64_t dummy_seed = 1;
+  std::optional<std::filesystem::path> tokenizer_dir;  // default: path (none for dummy)
+  int kv_blocks = 0;    // 0: enough for 8 full contexts, at most 4096 blocks
+  int block_size = 16;  // tokens per KV block
+};
+
+struct LoadedModel {
+  std::unique_ptr<LlamaModel> model;
+  std::unique_ptr<PagedKvCache> cache;
+  std::optional<Tokenizer> tokenizer;  // absent for dummy weights without tokenizer_dir
+};
+
+LoadedModel load_model(const ModelSpec& spec, Backend& backend);
+
+// Throws unless the draft can propose tokens the target understands.
+void require_same_vocabulary(const LlamaModel& target, const LlamaModel& draft);
+
+}  // namespace tandem

@@ -1,0 +1,258 @@
+#include "coordinator/scheduler/scheduler.h"
+
+#include <algorithm>
+
+#include "common/error.h"
+#include "coordinator/api/stop_matcher.h"
+
+namespace tandem {
+namespace {
+
+double seconds_between(SteadyClock::time_point from, SteadyClock::time_point to) {
+  return std::chrono::duration<double>(to - from).count();
+}
+
+// The OpenAI finish_reason for how the engine ended a session.
+std::string finish_reason_text(FinishReason reason) {
+  switch (reason) {
+    case FinishReason::stop:
+      return "stop";
+    case FinishReason::length:
+    case FinishReason::context:
+      return "length";
+    case FinishReason::cancelled:
+      return "cancelled";
+    case FinishReason::running:
+      break;
+  }
+  return "unknown";
+}
+
+}  // namespace
+
+// A job the engine is working on, with its text state.
+struct Scheduler::Active {
+  CompletionJob job;
+  StreamingDecoder decoder;
+  api::StopMatcher stops;
+  size_t tokens_sent = 0;  // engine output tokens already turned into text
+  std::optional<SteadyClock::time_point> first_token;
+
+  Active(CompletionJob j, const Tokenizer& tokenizer)
+      : job(std::move(j)), decoder(tokenizer, /*skip_special=*/true), stops(job.stop_strings) {}
+};
+
+Scheduler::Scheduler(SpeculativeEngine& engine, const PagedKvCache& target_cache,
+                     const PagedKvCache* draft_cache, Tokenizer tokenizer,
+                     ServerMetrics& metrics, SchedulerOptions options)
+    : engine_(engine), target_cache_(target_cache), draft_cache_(draft_cache),
+      tokenizer_(std::move(tokenizer)), metrics_(metrics), options_(options) {}
+
+Scheduler::~Scheduler() { stop(); }
+
+void Scheduler::start() {
+  update_gauges();  // /metrics shows the idle state before the first request
+  thread_ = std::thread([this] { run(); });
+}
+
+void Scheduler::stop() {
+  {
+    std::lock_guard lock(mutex_);
+    stopping_ = true;
+  }
+  wake_.notify_all();
+  if (thread_.joinable()) thread_.join();
+}
+
+bool Scheduler::submit(CompletionJob& job) {
+  {
+    std::lock_guard lock(mutex_);
+    // Waiting = submitted, not yet running: the inbox plus the engine's queue.
+    if (stopping_ || in_flight_.load() >= options_.max_queued + engine_running_.load()) return false;
+    inbox_.push_back(std::move(job));
+    in_flight_.fetch_add(1);
+  }
+  wake_.notify_one();
+  return true;
+}
+
+void Scheduler::cancel_all(api::ApiError error) {
+  {
+    std::lock_guard lock(mutex_);
+    cancel_all_ = std::move(error);
+  }
+  wake_.notify_all();
+}
+
+void Scheduler::run() {
+  for (;;) {
+    std::deque<CompletionJob> arrived;
+    std::optional<api::ApiError> cancel_all;
+    bool stopping = false;
+    {
+      std::unique_lock lock(mutex_);
+      // Sleep only when the engine has nothing to do.
+      wake_.wait(lock, [&] {
+        return stopping_ || cancel_all_ || !inbox_.empty() || !active_.empty();
+      });
+      arrived.swap(inbox_);
+      cancel_all.swap(cancel_all_);
+      stopping = stopping_;
+    }
+    admit(arrived);
+    if (stopping && !cancel_all) cancel_all = api::unavailable("the server is shutting down");
+    if (cancel_all) {
+      while (!active_.empty()) {
+        auto it = active_.begin();
+        const SpeculationResult taken = engine_.take(it->first);
+        end(it->first, *it->second, taken.stats, "cancelled", *cancel_all);
+      }
+    }
+    if (stopping) return;
+
+    sweep_cancelled_and_expired();
+    update_gauges();
+    if (active_.empty()) continue;
+    try {
+      engine_.step();
+    } catch (const Error& error) {
+      // A failed step leaves no session in a state we can trust: end them all.
+      const api::ApiError failure = api::internal(std::string("engine step failed: ") + error.what());
+      while (!active_.empty()) {
+        auto it = active_.begin();
+        const SpeculationResult taken = engine_.take(it->first);
+        end(it->first, *it->second, taken.stats, "error", failure);
+      }
+      continue;
+    }
+    record_step();
+    publish_progress();
+    update_gauges();
+  }
+}
+
+void Scheduler::admit(std::deque<CompletionJob>& jobs) {
+  for (CompletionJob& job : jobs) {
+    try {
+      const SessionKey key = engine_.add(job.request);
+      active_.emplace(key, std::make_unique<Active>(std::move(job), tokenizer_));
+    } catch (const Error& error) {
+      // The HTTP side checked the request; what the engine still refuses is
+      // the caller's fault all the same.
+      CompletionEnd end;
+      end.finish_reason = "error";
+      end.error = api::invalid_request("prompt", error.what());
+      job.stream->finish(std::move(end));
+      in_flight_.fetch_sub(1);
+    }
+  }
+}
+
+void Scheduler::sweep_cancelled_and_expired() {
+  const auto now = SteadyClock::now();
+  for (auto it = active_.begin(); it != active_.end();) {
+    Active& active = *it->second;
+    const SessionKey key = it->first;
+    ++it;  // end() erases
+    if (active.job.stream->cancelled()) {
+      const SpeculationResult taken = engine_.take(key);  // frees its KV blocks now
+      end(key, active, taken.stats, "cancelled");
+    } else if (now >= active.job.deadline) {
+      const SpeculationResult taken = engine_.take(key);
+      end(key, active, taken.stats, "timeout",
+          api::timeout("the request ran past its deadline of server.request_timeout_seconds"));
+    }
+  }
+}
+
+void Scheduler::publish_progress() {
+  const auto now = SteadyClock::now();
+  for (auto it = active_.begin(); it != active_.end();) {
+    Active& active = *it->second;
+    const SessionKey key = it->first;
+    ++it;
+    const std::vector<int32_t>& tokens = engine_.output(key);
+    if (tokens.size() > active.tokens_sent && !active.first_token) {
+      active.first_token = now;
+      metrics_.time_to_first_token.observe(seconds_between(active.job.received, now));
+    }
+    std::string text;
+    for (size_t i = active.tokens_sent; i < tokens.size(); ++i) text += active.decoder.push(tokens[i]);
+    active.tokens_sent = tokens.size();
+    api::StopMatcher::Result matched = active.stops.push(text);
+    active.job.stream->publish(std::move(matched.emit));
+    if (matched.stopped) {
+      const SpeculationResult taken = engine_.take(key);
+      end(key, active, taken.stats, "stop");
+    } else if (engine_.finished(key)) {
+      const SpeculationResult result = engine_.take(key);
+      api::StopMatcher::Result last = active.stops.push(active.decoder.flush());
+      std::string tail = std::move(last.emit);
+      if (!last.stopped) tail += active.stops.flush();
+      active.job.stream->publish(std::move(tail));
+      end(key, active, result.stats, last.stopped ? "stop" : finish_reason_text(result.finish));
+    }
+  }
+}
+
+void Scheduler::end(SessionKey key, Active& active, const SpeculationStats& stats,
+                    const std::string& finish_reason, std::optional<api::ApiError> error) {
+  const auto now = SteadyClock::now();
+  CompletionEnd end;
+  end.finish_reason = finish_reason;
+  end.error = std::move(error);
+  end.usage.prompt_tokens = static_cast<int>(active.job.request.prompt.size());
+  end.usage.completion_tokens = static_cast<int>(active.tokens_sent);
+  end.speculation.target_steps = stats.target_steps;
+  end.speculation.draft_tokens = stats.draft_tokens;
+  end.speculation.accepted_tokens = stats.accepted_tokens;
+  end.speculation.acceptance_rate = stats.alpha();  // α: the mean of Σ min(p, q) over drafts
+  end.speculation.gamma_policy = active.job.gamma_policy;
+  end.speculation.drafter = active.job.request.drafter;
+  end.speculation.lossless = active.job.request.lenience >= 1.0f;
+  beta_sum_ += stats.beta_sum;
+  beta_count_ += stats.beta_count;
+
+  metrics_.prompt_tokens.inc(end.usage.prompt_tokens);
+  metrics_.generation_tokens.inc(end.usage.completion_tokens);
+  metrics_.request_success(finish_reason).inc();
+  metrics_.e2e_request_latency.observe(seconds_between(active.job.received, now));
+  if (active.first_token && active.tokens_sent > 1)
+    metrics_.time_per_output_token.observe(seconds_between(*active.first_token, now) /
+                                                   static_cast<double>(active.tokens_sent - 1));
+
+  active.job.stream->finish(std::move(end));
+  active_.erase(key);
+  in_flight_.fetch_sub(1);
+}
+
+void Scheduler::record_step() {
+  const StepReport& step = engine_.last_step();
+  for (const auto& session : step.sessions) {
+    if (session.gamma > 0) metrics_.record_draft(session.accepted, session.gamma);
+  }
+  metrics_.target_steps.inc();
+  metrics_.target_step_tokens.observe(step.target_tokens);
+  metrics_.spec_decode_mean_gamma.set(step.mean_gamma);
+  const uint64_t preemptions = engine_.preemptions();
+  metrics_.num_preemptions.inc(static_cast<double>(preemptions - preemptions_seen_));
+  preemptions_seen_ = preemptions;
+}
+
+void Scheduler::update_gauges() {
+  engine_running_.store(engine_.running());
+  metrics_.num_requests_running.set(static_cast<double>(engine_.running()));
+  // Waiting: submitted and not yet running (the engine's queue and the inbox).
+  metrics_.num_requests_waiting.set(
+      static_cast<double>(in_flight_.load() - std::min(in_flight_.load(), engine_.running())));
+  metrics_.kv_cache_blocks_used_target.set(target_cache_.used_blocks());
+  metrics_.kv_cache_blocks_free_target.set(target_cache_.free_blocks());
+  if (draft_cache_) {
+    metrics_.kv_cache_blocks_used_draft.set(draft_cache_->used_blocks());
+    metrics_.kv_cache_blocks_free_draft.set(draft_cache_->free_blocks());
+  }
+  if (beta_count_ > 0) metrics_.spec_decode_acceptance_rate.set(beta_sum_ / beta_count_);
+  metrics_.spec_decode_cost_ratio.set(engine_.cost_ratio(engine_.drafter_names().front()));
+}
+
+}  // namespace tandem

@@ -1,0 +1,104 @@
+// Scheduler: the engine thread between the HTTP server and the engine.
+//
+// HTTP threads submit() jobs and never wait for the engine; the engine thread
+// loops: take new jobs into the engine, end sessions whose client left or
+// whose deadline passed, run one engine step for every session at once
+// (continuous batching: sessions join and leave between steps), turn new
+// tokens into text (stop strings applied here, on text), publish it to each
+// job's CompletionStream, and update the metrics. When nothing is running it
+// sleeps until a job arrives.
+#pragma once
+
+#include <chrono>
+#include <condition_variable>
+#include <deque>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "common/tokenizer/tokenizer.h"
+#include "coordinator/metrics/server_metrics.h"
+#include "coordinator/scheduler/completion_stream.h"
+#include "workers/kv_cache.h"
+#include "workers/speculation/speculative_engine.h"
+
+namespace tandem {
+
+using metrics::ServerMetrics;
+
+using SteadyClock = std::chrono::steady_clock;
+
+// One completion request, ready for the engine.
+struct CompletionJob {
+  SpeculationRequest request;             // prompt ids, sampling, stop ids, γ, drafter
+  std::vector<std::string> stop_strings;  // matched on text; never emitted
+  std::string gamma_policy;               // as reported: "auto", "4", "off"
+  SteadyClock::time_point received;
+  SteadyClock::time_point deadline;
+  std::shared_ptr<CompletionStream> stream;
+};
+
+struct SchedulerOptions {
+  size_t max_queued = 256;  // jobs waiting for admission; more are refused (HTTP 429)
+};
+
+class Scheduler {
+ public:
+  // The engine and caches are driven only from the scheduler's thread from
+  // start() on. draft_cache may be null (no draft model).
+  Scheduler(SpeculativeEngine& engine, const PagedKvCache& target_cache,
+            const PagedKvCache* draft_cache, Tokenizer tokenizer, ServerMetrics& metrics,
+            SchedulerOptions options);
+  ~Scheduler();
+  Scheduler(const Scheduler&) = delete;
+  Scheduler& operator=(const Scheduler&) = delete;
+
+  void start();
+  // Stops the thread; sessions still in flight end as cancelled.
+  void stop();
+
+  // Any thread. False when the queue is full; the job is then untouched.
+  bool submit(CompletionJob& job);
+  // Jobs submitted and not yet finished (queued or running).
+  size_t in_flight() const { return in_flight_.load(); }
+  // Ends every job now with `error` (shutdown after the grace period).
+  void cancel_all(api::ApiError error);
+
+ private:
+  struct Active;
+  void run();
+  void admit(std::deque<CompletionJob>& jobs);
+  void sweep_cancelled_and_expired();
+  void publish_progress();
+  // Reports the end of a session the engine has already let go of.
+  void end(SessionKey key, Active& active, const SpeculationStats& stats,
+           const std::string& finish_reason, std::optional<api::ApiError> error = std::nullopt);
+  void record_step();
+  void update_gauges();
+
+  SpeculativeEngine& engine_;
+  const PagedKvCache& target_cache_;
+  const PagedKvCache* draft_cache_;
+  Tokenizer tokenizer_;
+  ServerMetrics& metrics_;
+  SchedulerOptions options_;
+
+  std::mutex mutex_;  // guards inbox_, stopping_, cancel_all_
+  std::condition_variable wake_;
+  std::deque<CompletionJob> inbox_;
+  bool stopping_ = false;
+  std::optional<api::ApiError> cancel_all_;
+  std::atomic<size_t> in_flight_{0};
+  std::atomic<size_t> engine_running_{0};  // sessions decoding, as of the last step
+
+  // Engine thread only.
+  std::map<SessionKey, std::unique_ptr<Active>> active_;
+  uint64_t preemptions_seen_ = 0;
+  double beta_sum_ = 0, beta_count_ = 0;  // over finished sessions, for the α gauge
+  std::thread thread_;
+};
+
+}  // namespace tandem

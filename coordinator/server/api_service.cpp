@@ -1,0 +1,130 @@
+#include "coordinator/server/api_service.h"
+
+#include <array>
+#include <chrono>
+
+#include "coordinator/api/completion_response.h"
+#include "coordinator/metrics/exposition_format.h"
+
+namespace tandem {
+namespace {
+
+namespace bhttp = boost::beast::http;
+
+struct Route {
+  std::string_view path;
+  bhttp::verb method;
+};
+constexpr std::array kRoutes = {
+    Route{"/v1/completions", bhttp::verb::post}, Route{"/v1/models", bhttp::verb::get},
+    Route{"/health", bhttp::verb::get},          Route{"/ready", bhttp::verb::get},
+    Route{"/metrics", bhttp::verb::get},
+};
+
+// The route label for metrics: known paths as themselves, anything else one label.
+std::string route_label(std::string_view path) {
+  for (const Route& route : kRoutes)
+    if (route.path == path) return std::string(path);
+  return "other";
+}
+
+// Constant-time comparison, so the key cannot be guessed byte by byte from timing.
+bool same_secret(std::string_view given, std::string_view expected) {
+  unsigned char difference = given.size() == expected.size() ? 0 : 1;
+  for (size_t i = 0; i < given.size(); ++i)
+    difference |= static_cast<unsigned char>(given[i] ^ expected[i % std::max<size_t>(expected.size(), 1)]);
+  return difference == 0;
+}
+
+}  // namespace
+
+http::Response error_response(const http::Request& request, const api::ApiError& error) {
+  http::Response response =
+      http::make_response(request, static_cast<bhttp::status>(error.status), api::error_json(error));
+  if (error.status == 401) response.set(bhttp::field::www_authenticate, "Bearer");
+  if (error.status == 429 || error.status == 503) response.set(bhttp::field::retry_after, "1");
+  return response;
+}
+
+ApiService::ApiService(ServiceSettings settings, ServerMetrics& metrics)
+    : settings_(std::move(settings)), metrics_(metrics),
+      created_unix_(std::chrono::duration_cast<std::chrono::seconds>(
+                        std::chrono::system_clock::now().time_since_epoch())
+                        .count()) {}
+
+void ApiService::attach(Scheduler& scheduler, Tokenizer tokenizer, const ModelFacts& facts) {
+  model_ = facts;
+  settings_.limits.vocab_size = facts.vocab_size;
+  tokenizer_.emplace(std::move(tokenizer));
+  scheduler_.store(&scheduler);
+}
+
+bool ApiService::authorized(const http::Request& request) const {
+  if (!settings_.api_key) return true;
+  const auto header = request[bhttp::field::authorization];
+  const std::string_view value(header.data(), header.size());
+  constexpr std::string_view kBearer = "Bearer ";
+  if (value.size() <= kBearer.size() || value.substr(0, kBearer.size()) != kBearer) return false;
+  return same_secret(value.substr(kBearer.size()), *settings_.api_key);
+}
+
+http::Response ApiService::metrics_response(const http::Request& request) {
+  return http::make_response(request, bhttp::status::ok, metrics_.render(),
+                             metrics::kContentType);
+}
+
+boost::asio::awaitable<void> ApiService::handle(http::Exchange& exchange) {
+  const http::Request& request = exchange.request();
+  const std::string_view path = exchange.path();
+
+  const Route* route = nullptr;
+  for (const Route& candidate : kRoutes)
+    if (candidate.path == path) route = &candidate;
+
+  std::optional<api::ApiError> refusal;
+  if (!route) {
+    refusal = api::not_found("no route " + std::string(path) +
+                             " (routes: POST /v1/completions, GET /v1/models, /health, /ready, "
+                             "/metrics)");
+  } else if (request.method() != route->method) {
+    refusal = api::method_not_allowed(std::string(path) + " accepts only " +
+                                      std::string(bhttp::to_string(route->method)));
+  } else if (path.starts_with("/v1/") && !authorized(request)) {
+    refusal = api::unauthorized(
+        "missing or wrong API key: send the header `Authorization: Bearer <key>`");
+  }
+
+  if (refusal) {
+    http::Response response = error_response(request, *refusal);
+    if (refusal->status == 405) response.set(bhttp::field::allow, bhttp::to_string(route->method));
+    co_await exchange.respond(std::move(response));
+  } else if (path == "/v1/completions") {
+    co_await complete(exchange);
+  } else if (path == "/v1/models") {
+    if (scheduler_.load()) {
+      co_await exchange.respond(http::make_response(
+          request, bhttp::status::ok,
+          api::models_json(settings_.served_model_name, created_unix_, "tandem",
+                           model_.context_length)));
+    } else {
+      co_await exchange.respond(
+          error_response(request, api::unavailable("the models are still loading; see GET /ready")));
+    }
+  } else if (path == "/health") {
+    co_await exchange.respond(
+        http::make_response(request, bhttp::status::ok, R"({"status":"ok"})"));
+  } else if (path == "/ready") {
+    const bool is_ready = ready();
+    const char* state = is_ready ? "ready" : draining_.load() ? "shutting_down" : "loading";
+    co_await exchange.respond(http::make_response(
+        request, is_ready ? bhttp::status::ok : bhttp::status::service_unavailable,
+        std::string(R"({"status":")") + state + "\"}"));
+  } else {
+    co_await exchange.respond(metrics_response(request));
+  }
+  // 499 (nginx's "client closed request"): the client left before any reply.
+  const int status = exchange.status() != 0 ? exchange.status() : 499;
+  metrics_.requests(route_label(path), status).inc();
+}
+
+}  // namespace tandem

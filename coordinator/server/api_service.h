@@ -1,0 +1,83 @@
+// ApiService: the routes of the OpenAI-compatible API.
+//
+//   POST /v1/completions   completions, whole or streamed as server-sent events
+//   GET  /v1/models        the served model
+//   GET  /health           liveness: the process answers
+//   GET  /ready            readiness: models loaded and not shutting down
+//   GET  /metrics          Prometheus text format
+//
+// Errors are OpenAI-shaped JSON. When an API key is configured, /v1/* needs
+// `Authorization: Bearer <key>`. The service starts "loading" (so /health
+// answers while checkpoints load), becomes ready once attach() hands it the
+// scheduler, and refuses new completions with 503 once draining.
+#pragma once
+
+#include <atomic>
+#include <chrono>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "common/tokenizer/tokenizer.h"
+#include "coordinator/api/completion_request.h"
+#include "coordinator/http/exchange.h"
+#include "coordinator/metrics/server_metrics.h"
+#include "coordinator/scheduler/scheduler.h"
+#include "workers/speculation/gamma_policy.h"
+
+namespace tandem {
+
+using metrics::ServerMetrics;
+
+// What the routes learn from the loaded target model.
+struct ModelFacts {
+  int context_length = 0;          // tokens
+  int vocab_size = 0;
+  std::vector<int32_t> stop_ids;   // end-of-sequence ids: generation stops after one
+};
+
+// What the routes need to know about the deployment.
+struct ServiceSettings {
+  std::string served_model_name = "tandem";
+  std::optional<std::string> api_key;  // required bearer token, if any
+  api::RequestLimits limits;
+  std::chrono::milliseconds request_timeout{600'000};
+  int max_prompt_tokens = 0;  // 0: the context length - 1
+  GammaPolicy gamma;              // the default speculation policy
+  std::string drafter;            // the default drafter: model | ngram | none
+  std::vector<std::string> drafters;  // the drafters this deployment has
+  float lenience = 1.0f;
+};
+
+class ApiService {
+ public:
+  ApiService(ServiceSettings settings, ServerMetrics& metrics);
+
+  // Models are loaded: serve completions from now on.
+  void attach(Scheduler& scheduler, Tokenizer tokenizer, const ModelFacts& facts);
+  // Shutting down: refuse new completions (503), let running ones finish.
+  void drain() { draining_.store(true); }
+  bool ready() const { return scheduler_.load() != nullptr && !draining_.load(); }
+
+  boost::asio::awaitable<void> handle(http::Exchange& exchange);
+
+ private:
+  boost::asio::awaitable<void> complete(http::Exchange& exchange);
+  // The job for a parsed request, or throws ApiError naming the field.
+  CompletionJob make_job(const api::CompletionRequest& request, const Tokenizer& tokenizer) const;
+  http::Response metrics_response(const http::Request& request);
+  bool authorized(const http::Request& request) const;
+
+  ServiceSettings settings_;
+  ModelFacts model_;  // set by attach(), before scheduler_ (release/acquire)
+  ServerMetrics& metrics_;
+  std::atomic<Scheduler*> scheduler_{nullptr};
+  std::optional<Tokenizer> tokenizer_;  // set before scheduler_ (release/acquire)
+  std::atomic<bool> draining_{false};
+  int64_t created_unix_ = 0;  // reported as the model's creation time
+};
+
+// The bytes of an OpenAI-shaped error response.
+http::Response error_response(const http::Request& request, const api::ApiError& error);
+
+}  // namespace tandem

@@ -1,0 +1,220 @@
+#include "coordinator/server/server_app.h"
+
+#include <omp.h>
+#include <pthread.h>
+#include <signal.h>
+
+#include <chrono>
+#include <cstdlib>
+#include <iostream>
+#include <thread>
+
+#include "common/error.h"
+#include "coordinator/http/http_server.h"
+#include "coordinator/metrics/server_metrics.h"
+#include "coordinator/models/load_model.h"
+#include "coordinator/scheduler/scheduler.h"
+#include "coordinator/server/api_service.h"
+#include "workers/speculation/model_drafter.h"
+#include "workers/speculation/ngram_drafter.h"
+#include "workers/speculation/speculative_engine.h"
+
+namespace tandem {
+namespace {
+
+using namespace std::chrono_literals;
+
+ModelSpec model_spec(const ModelSource& source, int kv_blocks, int block_size) {
+  ModelSpec spec;
+  spec.dummy = source.load_format == LoadFormat::dummy;
+  spec.path = spec.dummy ? source.shape : source.path;
+  spec.dummy_seed = source.seed;
+  if (!source.tokenizer.empty()) spec.tokenizer_dir = source.tokenizer;
+  spec.kv_blocks = kv_blocks;
+  spec.block_size = block_size;
+  return spec;
+}
+
+ServiceSettings service_settings(const DeploymentConfig& config) {
+  ServiceSettings settings;
+  settings.served_model_name = config.server.served_model_name;
+  if (!config.server.api_key_env.empty()) {
+    const char* key = std::getenv(config.server.api_key_env.c_str());
+    require(key && *key, ErrorKind::invalid_argument,
+            "server.api_key_env names " + config.server.api_key_env +
+                ", but that environment variable is unset or empty");
+    settings.api_key = key;
+  }
+  api::RequestLimits& limits = settings.limits;
+  limits.default_max_tokens = config.sampling.max_tokens;
+  limits.default_temperature = config.sampling.temperature;
+  limits.default_top_p = config.sampling.top_p;
+  limits.default_top_k = config.sampling.top_k;
+  limits.max_tokens_limit = config.limits.max_tokens;
+  limits.max_stop_sequences = config.limits.max_stop_sequences;
+  limits.served_model_name = config.server.served_model_name;
+  settings.request_timeout = std::chrono::milliseconds(
+      static_cast<int64_t>(config.server.request_timeout_seconds * 1000));
+  settings.max_prompt_tokens = config.limits.max_prompt_tokens;
+  settings.gamma.automatic = config.speculation.gamma_auto;
+  settings.gamma.gamma = config.speculation.gamma_auto ? config.speculation.max_gamma
+                                                       : config.speculation.gamma;
+  settings.gamma.prior_alpha = config.speculation.prior_alpha;
+  settings.drafter = drafter_name(config.speculation.drafter);
+  settings.drafters = {"ngram", "none"};
+  if (config.draft) settings.drafters.insert(settings.drafters.begin(), "model");
+  settings.lenience = static_cast<float>(config.speculation.lenience);
+  return settings;
+}
+
+ModelFacts model_facts(const LlamaModel& target, const Tokenizer& tokenizer) {
+  ModelFacts facts;
+  facts.context_length = target.config().max_position_embeddings;
+  facts.vocab_size = target.config().vocab_size;
+  facts.stop_ids = target.config().eos_token_ids;
+  if (auto eos = tokenizer.eos_id(); eos && facts.stop_ids.empty()) facts.stop_ids = {*eos};
+  return facts;
+}
+
+}  // namespace
+
+// Declared in the order they are built; destroyed in reverse, so the HTTP
+// threads stop before the scheduler, and the scheduler before the engine.
+struct ServerApp::Parts {
+  ServerMetrics metrics;
+  std::unique_ptr<ApiService> service;
+  std::unique_ptr<http::HttpServer> http;
+  std::unique_ptr<Backend> backend;
+  LoadedModel target;
+  std::optional<LoadedModel> draft;
+  std::unique_ptr<ModelDrafter> model_drafter;
+  std::unique_ptr<NgramDrafter> ngram_drafter;
+  NoDrafter no_drafter;
+  std::unique_ptr<SpeculativeEngine> engine;
+  std::unique_ptr<Scheduler> scheduler;
+};
+
+ServerApp::ServerApp(DeploymentConfig config, std::ostream& log)
+    : config_(std::move(config)), log_(log), parts_(std::make_unique<Parts>()) {}
+
+ServerApp::~ServerApp() {
+  if (parts_->http) parts_->http->stop();
+  if (parts_->scheduler) parts_->scheduler->stop();
+}
+
+int ServerApp::port() const { return parts_->http ? parts_->http->port() : 0; }
+
+void ServerApp::start() {
+  Parts& parts = *parts_;
+  const DeploymentConfig& config = config_;
+  if (config.placement.threads > 0) omp_set_num_threads(config.placement.threads);
+
+  // Listen first, so that /health answers (and /ready says "loading") while
+  // large checkpoints load.
+  parts.service = std::make_unique<ApiService>(service_settings(config), parts.metrics);
+  http::HttpOptions options;
+  options.host = config.server.host;
+  options.port = config.server.port;
+  options.threads = config.server.http_threads;
+  options.max_body_bytes = static_cast<size_t>(config.server.max_body_bytes);
+  ApiService* service = parts.service.get();
+  parts.http = std::make_unique<http::HttpServer>(
+      options, [service](http::Exchange& exchange) { return service->handle(exchange); });
+  parts.http->start();
+  log_ << "tandem: listening on http://" << config.server.host << ":" << parts.http->port()
+       << ", loading models" << std::endl;
+
+  parts.backend = make_cpu_backend();
+  parts.target = load_model(
+      model_spec(config.target, config.scheduler.kv_blocks, config.scheduler.block_size),
+      *parts.backend);
+  require(parts.target.tokenizer.has_value(), ErrorKind::invalid_argument,
+          "models.target.tokenizer: the server needs a tokenizer; give a directory holding "
+          "tokenizer.json when the weights are dummy");
+  if (config.draft) {
+    parts.draft = load_model(
+        model_spec(*config.draft, config.scheduler.draft_kv_blocks, config.scheduler.block_size),
+        *parts.backend);
+    require_same_vocabulary(*parts.target.model, *parts.draft->model);
+    parts.model_drafter = std::make_unique<ModelDrafter>(*parts.draft->model, *parts.draft->cache);
+  }
+  parts.ngram_drafter =
+      std::make_unique<NgramDrafter>(config.speculation.ngram_min, config.speculation.ngram_max);
+  std::vector<Drafter*> drafters;
+  if (parts.model_drafter) drafters.push_back(parts.model_drafter.get());
+  drafters.push_back(parts.ngram_drafter.get());
+  drafters.push_back(&parts.no_drafter);
+
+  EngineLimits limits;
+  limits.max_running = config.scheduler.max_running_sessions;
+  limits.step_token_budget = config.scheduler.step_token_budget;
+  parts.engine = std::make_unique<SpeculativeEngine>(*parts.target.model, *parts.target.cache,
+                                                     drafters, limits);
+  parts.engine->calibrate();
+
+  const Tokenizer& tokenizer = *parts.target.tokenizer;
+  SchedulerOptions scheduler_options;
+  scheduler_options.max_queued = static_cast<size_t>(config.scheduler.max_queued_requests);
+  parts.scheduler = std::make_unique<Scheduler>(
+      *parts.engine, *parts.target.cache, parts.draft ? parts.draft->cache.get() : nullptr,
+      tokenizer, parts.metrics, scheduler_options);
+  parts.scheduler->start();
+  parts.service->attach(*parts.scheduler, tokenizer, model_facts(*parts.target.model, tokenizer));
+  log_ << "tandem: ready: " << config.server.served_model_name << " (target "
+       << (config.target.load_format == LoadFormat::dummy ? config.target.shape
+                                                           : config.target.path)
+              .string()
+       << (config.draft ? ", draft " + config.draft->path.string() : std::string())
+       << ", drafter " << drafter_name(config.speculation.drafter) << ")" << std::endl;
+}
+
+void ServerApp::shutdown() {
+  Parts& parts = *parts_;
+  if (!parts.http) return;
+  parts.service->drain();
+  if (!parts.scheduler) {  // still loading
+    parts.http->stop();
+    parts.http.reset();
+    return;
+  }
+  parts.http->stop_accepting();
+  const auto grace = std::chrono::duration<double>(config_.server.shutdown_grace_seconds);
+  const auto deadline = std::chrono::steady_clock::now() + grace;
+  while (parts.scheduler->in_flight() > 0 && std::chrono::steady_clock::now() < deadline)
+    std::this_thread::sleep_for(20ms);
+  if (parts.scheduler->in_flight() > 0) {
+    log_ << "tandem: cancelling " << parts.scheduler->in_flight()
+         << " requests still running after the grace period" << std::endl;
+    parts.scheduler->cancel_all(api::unavailable("the server is shutting down"));
+    const auto flush_deadline = std::chrono::steady_clock::now() + 1s;
+    while (parts.scheduler->in_flight() > 0 && std::chrono::steady_clock::now() < flush_deadline)
+      std::this_thread::sleep_for(10ms);
+  }
+  // Let the connections write what the last steps published.
+  std::this_thread::sleep_for(100ms);
+  parts.http->stop();
+  parts.scheduler->stop();
+  parts.http.reset();
+}
+
+int run_until_signalled(DeploymentConfig config) {
+  // Block the signals before any thread starts, so every thread inherits the
+  // mask and only sigwait() below receives them.
+  sigset_t signals;
+  sigemptyset(&signals);
+  sigaddset(&signals, SIGINT);
+  sigaddset(&signals, SIGTERM);
+  pthread_sigmask(SIG_BLOCK, &signals, nullptr);
+
+  ServerApp app(std::move(config), std::cerr);
+  app.start();
+  int received = 0;
+  sigwait(&signals, &received);
+  std::cerr << "tandem: " << (received == SIGINT ? "SIGINT" : "SIGTERM")
+            << ": shutting down gracefully" << std::endl;
+  app.shutdown();
+  std::cerr << "tandem: stopped" << std::endl;
+  return 0;
+}
+
+}  // namespace tandem

@@ -1,0 +1,534 @@
+// Tests of coordinator/config: YAML deployments parse into DeploymentConfig,
+// defaults fill what is left out, and every kind of mistake is rejected with
+// the file, the line and the full key path.
+#include "coordinator/config/deployment_config.h"
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+#include <yaml-cpp/yaml.h>
+
+#include <algorithm>
+#include <filesystem>
+#include <fstream>
+#include <functional>
+#include <sstream>
+#include <utility>
+
+#include "common/error.h"
+
+namespace tandem {
+namespace {
+
+using testing::EndsWith;
+using testing::StartsWith;
+
+const std::filesystem::path kSourceDir = TANDEM_SOURCE_DIR;
+
+// Lines 1-3 of most test documents: the one required key.
+const std::string kTarget = "models:\n  target:\n    path: m\n";
+
+std::string read_text(const std::filesystem::path& file) {
+  std::ifstream in(file);
+  std::ostringstream text;
+  text << in.rdbuf();
+  return text.str();
+}
+
+// The message of the Error that parsing yaml raises; fails the test when
+// yaml is accepted or the error is of another kind.
+std::string error_of(const std::string& yaml) {
+  try {
+    parse_deployment(yaml, "deploy.yaml");
+  } catch (const Error& error) {
+    EXPECT_EQ(error.kind(), ErrorKind::invalid_argument) << error.what();
+    return error.what();
+  }
+  ADD_FAILURE() << "accepted a bad deployment:\n" << yaml;
+  return "";
+}
+
+std::vector<std::string> lines_of(const std::string& text) {
+  std::vector<std::string> lines;
+  std::istringstream in(text);
+  for (std::string line; std::getline(in, line);) lines.push_back(line);
+  return lines;
+}
+
+TEST(DeploymentConfig, LocalYamlIsTheTinyPairOnLoopback) {
+  const DeploymentConfig config = load_deployment(kSourceDir / "configs/local.yaml");
+  EXPECT_EQ(config.server.host, "127.0.0.1");
+  EXPECT_EQ(config.server.port, 8080);
+  EXPECT_EQ(config.server.api_key_env, "");
+  EXPECT_EQ(config.target.path, "models/tiny/target");
+  EXPECT_EQ(config.target.load_format, LoadFormat::safetensors);
+  EXPECT_EQ(config.target.tokenizer, "models/tiny/target");
+  ASSERT_TRUE(config.draft.has_value());
+  EXPECT_EQ(config.draft->path, "models/tiny/draft");
+  EXPECT_EQ(config.placement.backend, BackendKind::cpu);
+  EXPECT_EQ(config.speculation.drafter, DrafterKind::model);
+  EXPECT_TRUE(config.speculation.gamma_auto);
+  EXPECT_EQ(config.speculation.lenience, 1.0);
+  // The paths are relative to the repo root and must name real checkpoints.
+  for (const ModelSource& model : {config.target, *config.draft}) {
+    EXPECT_TRUE(std::filesystem::exists(kSourceDir / model.path / "config.json")) << model.path;
+    EXPECT_TRUE(std::filesystem::exists(kSourceDir / model.tokenizer / "tokenizer.json"))
+        << model.tokenizer;
+  }
+}
+
+TEST(DeploymentConfig, LocalYamlWritesOutEveryKeyWithAComment) {
+  const std::string text = read_text(kSourceDir / "configs/local.yaml");
+  const YAML::Node root = YAML::Load(text);
+  for (const std::string& path : deployment_key_paths()) {
+    // shape and seed are errors without load_format: dummy, so local.yaml cannot hold them.
+    if (path.ends_with(".shape") || path.ends_with(".seed")) continue;
+    bool present = true;
+    YAML::Node node = root;
+    std::istringstream parts(path);
+    for (std::string part; present && std::getline(parts, part, '.');) {
+      const YAML::Node child = std::as_const(node)[part];  // const: reading must not insert
+      present = child.IsDefined() && (child.IsMap() || child.IsScalar());
+      node.reset(child);
+    }
+    EXPECT_TRUE(present) << path << " is not in configs/local.yaml";
+  }
+  for (const std::string& line : lines_of(text)) {
+    if (line.find(':') != std::string::npos && line.find_first_not_of(' ') != line.find('#')) {
+      EXPECT_NE(line.find(" # "), std::string::npos) << "a key without a comment: " << line;
+    }
+  }
+}
+
+TEST(DeploymentConfig, ReadmeDocumentsEveryKey) {
+  const std::string readme = read_text(kSourceDir / "configs/README.md");
+  for (std::string path : deployment_key_paths()) {
+    // models.draft takes the same keys as models.target, documented once.
+    if (path.starts_with("models.draft.")) path.replace(0, 12, "models.target");
+    EXPECT_NE(readme.find("`" + path + "`"), std::string::npos)
+        << path << " is not in configs/README.md";
+  }
+}
+
+TEST(DeploymentConfig, ExamplesParse) {
+  int examples = 0;
+  for (const auto& entry : std::filesystem::directory_iterator(kSourceDir / "configs/examples")) {
+    if (entry.path().extension() != ".yaml") continue;
+    SCOPED_TRACE(entry.path().string());
+    const DeploymentConfig config = load_deployment(entry.path());
+    EXPECT_EQ(lines_of(describe(config)).size(), 8u);
+    ++examples;
+  }
+  EXPECT_GE(examples, 2);
+}
+
+TEST(DeploymentConfig, DefaultsFillEverythingButTheTarget) {
+  const DeploymentConfig config = parse_deployment(kTarget, "deploy.yaml");
+  EXPECT_EQ(config.server.host, "127.0.0.1");
+  EXPECT_EQ(config.server.port, 8080);
+  EXPECT_EQ(config.server.http_threads, 2);
+  EXPECT_EQ(config.server.max_body_bytes, 1048576);
+  EXPECT_EQ(config.server.request_timeout_seconds, 600);
+  EXPECT_EQ(config.server.api_key_env, "");
+  EXPECT_EQ(config.server.shutdown_grace_seconds, 10);
+  EXPECT_EQ(config.server.served_model_name, "tandem");
+  EXPECT_EQ(config.target.path, "m");
+  EXPECT_EQ(config.target.load_format, LoadFormat::safetensors);
+  EXPECT_EQ(config.target.tokenizer, "m");
+  EXPECT_EQ(config.target.seed, 0u);
+  EXPECT_FALSE(config.draft.has_value());
+  EXPECT_EQ(config.placement.backend, BackendKind::cpu);
+  EXPECT_EQ(config.placement.threads, 0);
+  EXPECT_EQ(config.speculation.drafter, DrafterKind::none);  // no draft model configured
+  EXPECT_TRUE(config.speculation.gamma_auto);
+  EXPECT_EQ(config.speculation.max_gamma, 8);
+  EXPECT_EQ(config.speculation.prior_alpha, 0.6);
+  EXPECT_EQ(config.speculation.ngram_min, 1);
+  EXPECT_EQ(config.speculation.ngram_max, 4);
+  EXPECT_EQ(config.speculation.lenience, 1.0);
+  EXPECT_EQ(config.scheduler.max_running_sessions, 64);
+  EXPECT_EQ(config.scheduler.max_queued_requests, 256);
+  EXPECT_EQ(config.scheduler.step_token_budget, 512);
+  EXPECT_EQ(config.scheduler.kv_blocks, 0);
+  EXPECT_EQ(config.scheduler.block_size, 16);
+  EXPECT_EQ(config.scheduler.draft_kv_blocks, 0);
+  EXPECT_EQ(config.sampling.temperature, 1.0);
+  EXPECT_EQ(config.sampling.top_p, 1.0);
+  EXPECT_EQ(config.sampling.top_k, 0);
+  EXPECT_EQ(config.sampling.max_tokens, 16);
+  EXPECT_EQ(config.limits.max_tokens, 4096);
+  EXPECT_EQ(config.limits.max_prompt_tokens, 0);
+  EXPECT_EQ(config.limits.max_stop_sequences, 4);
+}
+
+TEST(DeploymentConfig, EmptySectionsTakeTheirDefaults) {
+  const DeploymentConfig config = parse_deployment(kTarget + "server:\nsampling:\n", "deploy.yaml");
+  EXPECT_EQ(config.server.port, 8080);
+  EXPECT_EQ(config.sampling.max_tokens, 16);
+}
+
+TEST(DeploymentConfig, DraftModelMakesModelTheDefaultDrafter) {
+  const DeploymentConfig config =
+      parse_deployment(kTarget + "    tokenizer: tok\n  draft:\n    path: d\n", "deploy.yaml");
+  ASSERT_TRUE(config.draft.has_value());
+  EXPECT_EQ(config.draft->path, "d");
+  EXPECT_EQ(config.draft->tokenizer, "d");
+  EXPECT_EQ(config.target.tokenizer, "tok");
+  EXPECT_EQ(config.speculation.drafter, DrafterKind::model);
+}
+
+TEST(DeploymentConfig, ReadsGammaAsAutoOrAFixedLength) {
+  const auto gamma_of = [](const std::string& value) {
+    return parse_deployment(kTarget + "speculation:\n  drafter: ngram\n  gamma: " + value + "\n",
+                            "x.yaml")
+        .speculation;
+  };
+  EXPECT_TRUE(gamma_of("auto").gamma_auto);
+  EXPECT_FALSE(gamma_of("5").gamma_auto);
+  EXPECT_EQ(gamma_of("5").gamma, 5);
+  EXPECT_EQ(gamma_of("0").gamma, 0);
+  EXPECT_EQ(gamma_of("64").gamma, 64);
+}
+
+TEST(DeploymentConfig, DummyModelsNeedAShapeButNoPath) {
+  const DeploymentConfig config = parse_deployment(
+      "models:\n  target:\n    load_format: dummy\n    shape: s.json\n    seed: 7\n",
+      "deploy.yaml");
+  EXPECT_EQ(config.target.load_format, LoadFormat::dummy);
+  EXPECT_EQ(config.target.shape, "s.json");
+  EXPECT_EQ(config.target.seed, 7u);
+  EXPECT_TRUE(config.target.path.empty());
+}
+
+TEST(DeploymentConfig, KeepsTheApiKeyVariableNameWithoutReadingIt) {
+  const DeploymentConfig config = parse_deployment(
+      kTarget + "server:\n  api_key_env: TANDEM_UNSET_KEY_VAR_42\n", "deploy.yaml");
+  EXPECT_EQ(config.server.api_key_env, "TANDEM_UNSET_KEY_VAR_42");
+}
+
+TEST(DeploymentConfig, DescribeGivesOneLinePerSection) {
+  DeploymentConfig config = load_deployment(kSourceDir / "configs/local.yaml");
+  const std::vector<std::string> lines = lines_of(describe(config));
+  const std::vector<std::string> sections = {
+      "server:",      "target:",    "draft:",    "placement:",
+      "speculation:", "scheduler:", "sampling:", "limits:"};
+  ASSERT_EQ(lines.size(), sections.size());
+  for (std::size_t i = 0; i < lines.size(); ++i)
+    EXPECT_TRUE(lines[i].starts_with(sections[i])) << lines[i];
+  EXPECT_NE(lines[0].find("127.0.0.1:8080"), std::string::npos) << lines[0];
+  EXPECT_NE(lines[2].find("models/tiny/draft"), std::string::npos) << lines[2];
+  EXPECT_NE(lines[4].find("lossless"), std::string::npos) << lines[4];
+
+  config.draft.reset();
+  config.speculation.drafter = DrafterKind::ngram;
+  config.speculation.lenience = 0.5;
+  const std::vector<std::string> changed = lines_of(describe(config));
+  EXPECT_EQ(changed[2], "draft: none");
+  EXPECT_NE(changed[4].find("not lossless"), std::string::npos) << changed[4];
+  EXPECT_NE(changed[4].find("n-gram"), std::string::npos) << changed[4];
+}
+
+// --- errors, each with its exact location -----------------------------------
+
+TEST(DeploymentConfigErrors, OutOfRangeNamesFileLineAndKeyPath) {
+  EXPECT_EQ(error_of(kTarget + "server:\n  host: 0.0.0.0\n  port: 70000\n"),
+            "deploy.yaml:6: server.port: must be in [0, 65535], got 70000");
+}
+
+TEST(DeploymentConfigErrors, UnknownKeyListsTheKnownOnesAndSuggestsOne) {
+  const std::string message = error_of(kTarget + "server:\n  prot: 80\n");
+  EXPECT_THAT(message,
+              StartsWith("deploy.yaml:5: server.prot: unknown key (known keys: host, port, "
+                         "http_threads, max_body_bytes,"))
+      << message;
+  EXPECT_THAT(message, EndsWith("; did you mean port?")) << message;
+  EXPECT_EQ(
+      error_of("sever:\n  port: 80\n" + kTarget),
+      "deploy.yaml:1: sever: unknown key (known keys: server, models, placement, speculation, "
+      "scheduler, sampling, limits); did you mean server?");
+  EXPECT_THAT(error_of(kTarget + "    weights: w\n"),
+              StartsWith("deploy.yaml:4: models.target.weights: unknown key"));
+  EXPECT_THAT(error_of(kTarget + "  verifier:\n    path: v\n"),
+              StartsWith("deploy.yaml:4: models.verifier: unknown key"));
+}
+
+TEST(DeploymentConfigErrors, WrongTypeQuotesWhatWasWritten) {
+  EXPECT_EQ(error_of(kTarget + "scheduler:\n  max_running_sessions: many\n"),
+            "deploy.yaml:5: scheduler.max_running_sessions: expected an integer, got \"many\"");
+  EXPECT_EQ(error_of(kTarget + "scheduler:\n  max_running_sessions: 1.5\n"),
+            "deploy.yaml:5: scheduler.max_running_sessions: expected an integer, got \"1.5\"");
+}
+
+TEST(DeploymentConfigErrors, MissingTargetSection) {
+  EXPECT_EQ(error_of("server:\n  port: 80\n"),
+            "deploy.yaml: models.target: required section missing");
+  EXPECT_EQ(error_of("server:\n  port: 80\nmodels:\n  draft:\n    path: d\n"),
+            "deploy.yaml:3: models.target: required section missing");
+}
+
+TEST(DeploymentConfigErrors, MissingRequiredKeys) {
+  EXPECT_THAT(error_of("models:\n  target:\n    tokenizer: t\n"),
+              StartsWith("deploy.yaml:2: models.target.path: required key missing"));
+  EXPECT_THAT(error_of(kTarget + "  draft:\n"),
+              StartsWith("deploy.yaml:4: models.draft.path: required key missing"));
+  // The line is that of load_format, the key that makes shape required.
+  EXPECT_THAT(error_of("models:\n  target:\n    path: p\n    load_format: dummy\n"),
+              StartsWith("deploy.yaml:4: models.target.shape: required when load_format is dummy"));
+}
+
+TEST(DeploymentConfigErrors, SectionsMustBeMaps) {
+  EXPECT_EQ(
+      error_of("server: 5\n" + kTarget),
+      "deploy.yaml:1: server: expected a map of keys (an indented block under server:), got \"5\"");
+  EXPECT_THAT(error_of("models:\n  - target\n"),
+              StartsWith("deploy.yaml:1: models: expected a map of keys"));
+  EXPECT_THAT(error_of("models:\n  target: models/tiny/target\n"),
+              StartsWith("deploy.yaml:2: models.target: expected a map of keys"));
+  EXPECT_THAT(error_of(kTarget + "limits: [1, 2]\n"), EndsWith("got a list"));
+}
+
+TEST(DeploymentConfigErrors, TheDocumentMustBeOneMap) {
+  EXPECT_THAT(error_of(""), StartsWith("deploy.yaml: the file is empty"));
+  EXPECT_THAT(error_of("# only a comment\n\n"), StartsWith("deploy.yaml: the file is empty"));
+  EXPECT_THAT(error_of("- server\n- models\n"),
+              StartsWith("deploy.yaml:1: the top level must be a map"));
+  EXPECT_THAT(error_of("just words\n"), StartsWith("deploy.yaml:1: the top level must be a map"));
+  EXPECT_THAT(error_of(kTarget + "---\n" + kTarget),
+              StartsWith("deploy.yaml:4: a deployment file holds one YAML document"));
+}
+
+TEST(DeploymentConfigErrors, SyntaxErrorsKeepTheirLine) {
+  EXPECT_THAT(error_of(kTarget + "server:\n\tport: 80\n"),
+              StartsWith("deploy.yaml:5: YAML syntax error"));
+  EXPECT_THAT(error_of(kTarget + "server:\n  port: 80\n   host: x\n"),
+              StartsWith("deploy.yaml:6: YAML syntax error"));
+  // yaml-cpp 0.7 lets a quote left open swallow the rest of the file into one value.
+  EXPECT_EQ(error_of("models:\n  target:\n    path: \"models/tiny\nserver:\n  port: 1\n"),
+            "deploy.yaml:3: models.target.path: the quoted value does not end on its line "
+            "(is a closing quote missing?)");
+  EXPECT_EQ(error_of(kTarget + "server:\n  host: 'it''s\n"),
+            "deploy.yaml:5: server.host: the quoted value does not end on its line "
+            "(is a closing quote missing?)");
+  // Quotes that do close, with escaped quotes inside, are fine.
+  const DeploymentConfig quoted = parse_deployment(
+      kTarget + "server:\n  host: 'it''s'\n  served_model_name: \"a \\\"b\\\"\"  # c\n",
+      "deploy.yaml");
+  EXPECT_EQ(quoted.server.host, "it's");
+  EXPECT_EQ(quoted.server.served_model_name, "a \"b\"");
+  EXPECT_EQ(error_of(kTarget + "server:\n  host: |\n    two\n    lines\n"),
+            "deploy.yaml:5: server.host: must be one line without control characters");
+}
+
+TEST(DeploymentConfigErrors, DuplicateKeysNameTheFirstLine) {
+  EXPECT_EQ(error_of(kTarget + "server:\n  port: 80\n  host: h\n  port: 81\n"),
+            "deploy.yaml:7: server.port: duplicate key (first given on line 5)");
+  EXPECT_EQ(error_of(kTarget + "models:\n  draft:\n    path: d\n"),
+            "deploy.yaml:4: models: duplicate key (first given on line 1)");
+}
+
+TEST(DeploymentConfigErrors, CrossFieldChecksNameTheKey) {
+  EXPECT_THAT(
+      error_of(kTarget + "speculation:\n  drafter: model\n"),
+      StartsWith(
+          "deploy.yaml:5: speculation.drafter: is model, but models.draft is not configured"));
+  EXPECT_EQ(error_of(kTarget + "speculation:\n  drafter: ngram\n  ngram_min: 5\n  ngram_max: 3\n"),
+            "deploy.yaml:6: speculation.ngram_min: must be <= speculation.ngram_max (3), got 5");
+  EXPECT_EQ(error_of(kTarget + "speculation:\n  ngram_min: 6\n"),
+            "deploy.yaml:5: speculation.ngram_min: must be <= speculation.ngram_max (4), got 6");
+  EXPECT_EQ(error_of(kTarget + "speculation:\n  gamma: 3\n"),
+            "deploy.yaml:5: speculation.gamma: must be 0 or auto when speculation.drafter is none, "
+            "got 3");
+  EXPECT_EQ(
+      error_of(kTarget + "sampling:\n  max_tokens: 100\nlimits:\n  max_tokens: 50\n"),
+      "deploy.yaml:5: sampling.max_tokens: the default (100) must be <= limits.max_tokens (50)");
+  EXPECT_THAT(error_of(kTarget + "    shape: s.json\n"),
+              StartsWith("deploy.yaml:4: models.target.shape: only used with load_format: dummy"));
+}
+
+TEST(DeploymentConfigErrors, CudaIsNotYetABackend) {
+  const std::string message = error_of(kTarget + "placement:\n  backend: cuda\n");
+  EXPECT_THAT(message, StartsWith("deploy.yaml:5: placement.backend: ")) << message;
+  EXPECT_NE(message.find("cuda arrives with the GPU backend"), std::string::npos) << message;
+}
+
+TEST(DeploymentConfigErrors, LineNumbersCountTheWholeFile) {
+  // A bad value deep in the full default file: the line is where it is written.
+  std::string text = read_text(kSourceDir / "configs/local.yaml");
+  const std::size_t at = text.find("  block_size: 16");
+  ASSERT_NE(at, std::string::npos);
+  text.replace(at, 16, "  block_size: 2048");
+  const std::size_t line =
+      1 + std::count(text.begin(), text.begin() + static_cast<std::ptrdiff_t>(at), '\n');
+  EXPECT_EQ(error_of(text), "deploy.yaml:" + std::to_string(line) +
+                                ": scheduler.block_size: must be in [1, 1024], got 2048");
+}
+
+TEST(DeploymentConfigErrors, LoadNamesThePath) {
+  try {
+    load_deployment(kSourceDir / "configs/no-such-deployment.yaml");
+    FAIL() << "a missing file must not load";
+  } catch (const Error& error) {
+    EXPECT_EQ(error.kind(), ErrorKind::not_found);
+    EXPECT_NE(std::string(error.what()).find("no-such-deployment.yaml"), std::string::npos);
+  }
+  const std::filesystem::path file =
+      std::filesystem::temp_directory_path() / "tandem_bad_deploy_test.yaml";
+  std::ofstream(file) << kTarget << "server:\n  port: -1\n";
+  try {
+    load_deployment(file);
+    ADD_FAILURE() << "a bad port must not load";
+  } catch (const Error& error) {
+    EXPECT_EQ(std::string(error.what()),
+              file.string() + ":5: server.port: must be in [0, 65535], got -1");
+  }
+  std::filesystem::remove(file);
+}
+
+// --- one bad value at a time --------------------------------------------------
+
+struct BadValue {
+  std::string section;  // "server", or "models.target" for a model key
+  std::string key;
+  std::string value;    // as written in YAML
+  std::string message;  // what follows "FILE:LINE: section.key: "
+};
+
+// The document for one case and the line its bad key lands on.
+std::pair<std::string, int> document_with(const BadValue& bad) {
+  if (bad.section == "models.target")
+    return {kTarget + "    " + bad.key + ": " + bad.value + "\n", 4};
+  return {kTarget + bad.section + ":\n  " + bad.key + ": " + bad.value + "\n", 5};
+}
+
+TEST(DeploymentConfigErrors, RejectsEachBadValueWithItsKeyAndLine) {
+  const std::string no_quotes = " (write numbers without quotes)";
+  const std::vector<BadValue> cases = {
+      {"server", "port", "70000", "must be in [0, 65535], got 70000"},
+      {"server", "port", "-1", "must be in [0, 65535], got -1"},
+      {"server", "port", "80.5", "expected an integer, got \"80.5\""},
+      {"server", "port", "0x50", "expected an integer, got \"0x50\""},
+      {"server", "port", "+-80", "expected an integer, got \"+-80\""},
+      {"server", "port", "1_000", "expected an integer, got \"1_000\""},
+      {"server", "port", "\"8080\"",
+       "expected an integer, got the quoted string \"8080\"" + no_quotes},
+      {"server", "port", "[80]", "expected an integer, got a list"},
+      {"server", "port", "{a: 1}", "expected an integer, got a map"},
+      {"server", "port", "", "expected an integer, got an empty value"},
+      {"server", "http_threads", "0", "must be in [1, 64], got 0"},
+      {"server", "http_threads", "65", "must be in [1, 64], got 65"},
+      {"server", "max_body_bytes", "1023", "must be in [1024, 1073741824], got 1023"},
+      {"server", "max_body_bytes", "1073741825", "must be in [1024, 1073741824], got 1073741825"},
+      {"server", "request_timeout_seconds", "0", "must be > 0, got 0"},
+      {"server", "request_timeout_seconds", "soon", "expected a number, got \"soon\""},
+      {"server", "request_timeout_seconds", ".inf", "expected a number, got \".inf\""},
+      {"server", "shutdown_grace_seconds", "-1", "must be >= 0, got -1"},
+      {"server", "host", "\"\"", "must not be empty"},
+      {"server", "host", "[a, b]", "expected a string, got a list"},
+      {"server", "served_model_name", "~", "expected a string, got an empty value"},
+      {"server", "api_key_env", "MY-KEY",
+       "expected the NAME of an environment variable ([A-Za-z_][A-Za-z0-9_]*, e.g. TANDEM_API_KEY) "
+       "that holds the key, got \"MY-KEY\""},
+      {"server", "api_key_env", "1KEY",
+       "expected the NAME of an environment variable ([A-Za-z_][A-Za-z0-9_]*, e.g. TANDEM_API_KEY) "
+       "that holds the key, got \"1KEY\""},
+      {"models.target", "load_format", "gguf", "must be one of safetensors, dummy, got \"gguf\""},
+      {"models.target", "tokenizer", "[a]", "expected a string, got a list"},
+      {"models.target", "seed", "3",
+       "only used with load_format: dummy; remove it or set load_format: dummy"},
+      {"placement", "threads", "1025", "must be in [0, 1024], got 1025"},
+      {"placement", "threads", "-1", "must be in [0, 1024], got -1"},
+      {"placement", "backend", "tpu",
+       "must be cpu for now (cuda arrives with the GPU backend), got \"tpu\""},
+      {"speculation", "drafter", "magic", "must be one of model, ngram, none, got \"magic\""},
+      {"speculation", "gamma", "fast", "expected \"auto\" or an integer, got \"fast\""},
+      {"speculation", "gamma", "65", "must be in [0, 64], got 65"},
+      {"speculation", "gamma", "-1", "must be in [0, 64], got -1"},
+      {"speculation", "gamma", "[1, 2]", "expected \"auto\" or an integer, got a list"},
+      {"speculation", "max_gamma", "0", "must be in [1, 64], got 0"},
+      {"speculation", "prior_alpha", "1", "must be in (0, 1), got 1"},
+      {"speculation", "prior_alpha", "0", "must be in (0, 1), got 0"},
+      {"speculation", "ngram_min", "0", "must be in [1, 32], got 0"},
+      {"speculation", "ngram_max", "33", "must be in [1, 32], got 33"},
+      {"speculation", "lenience", "0", "must be in (0, 1], got 0"},
+      {"speculation", "lenience", "1.01", "must be in (0, 1], got 1.01"},
+      {"scheduler", "max_running_sessions", "0", "must be in [1, 4096], got 0"},
+      {"scheduler", "max_running_sessions", "4097", "must be in [1, 4096], got 4097"},
+      {"scheduler", "max_queued_requests", "1000001", "must be in [0, 1000000], got 1000001"},
+      {"scheduler", "max_queued_requests", "1e6", "expected an integer, got \"1e6\""},
+      {"scheduler", "step_token_budget", "15", "must be >= 16, got 15"},
+      {"scheduler", "kv_blocks", "-1", "must be >= 0, got -1"},
+      {"scheduler", "kv_blocks", "99999999999999999999",
+       "must be in [0, 2147483647], got 99999999999999999999"},
+      {"scheduler", "block_size", "0", "must be in [1, 1024], got 0"},
+      {"scheduler", "draft_kv_blocks", "-3", "must be >= 0, got -3"},
+      {"sampling", "temperature", "2.5", "must be in [0, 2], got 2.5"},
+      {"sampling", "temperature", "-0.1", "must be in [0, 2], got -0.1"},
+      {"sampling", "temperature", "hot", "expected a number, got \"hot\""},
+      {"sampling", "temperature", "+-1", "expected a number, got \"+-1\""},
+      {"sampling", "temperature", "1.0.0", "expected a number, got \"1.0.0\""},
+      {"sampling", "temperature", "\"0.7\"",
+       "expected a number, got the quoted string \"0.7\" (write numbers without quotes)"},
+      {"sampling", "top_p", "0", "must be in (0, 1], got 0"},
+      {"sampling", "top_k", "-1", "must be >= 0, got -1"},
+      {"sampling", "max_tokens", "0", "must be >= 1, got 0"},
+      {"limits", "max_tokens", "0", "must be >= 1, got 0"},
+      {"limits", "max_tokens", "99999999999", "must be in [1, 2147483647], got 99999999999"},
+      {"limits", "max_prompt_tokens", "-1", "must be >= 0, got -1"},
+      {"limits", "max_stop_sequences", "65", "must be in [0, 64], got 65"},
+  };
+  for (const BadValue& bad : cases) {
+    const auto [yaml, line] = document_with(bad);
+    EXPECT_EQ(error_of(yaml), "deploy.yaml:" + std::to_string(line) + ": " + bad.section + "." +
+                                  bad.key + ": " + bad.message)
+        << yaml;
+  }
+}
+
+// The other side of each range: the extreme values are accepted and read back.
+TEST(DeploymentConfig, AcceptsTheEndsOfEachRange) {
+  struct Good {
+    std::string section, key, value;
+    std::function<double(const DeploymentConfig&)> read;
+    double expected;
+  };
+  const std::vector<Good> cases = {
+      {"server", "port", "0", [](const auto& c) { return c.server.port; }, 0},
+      {"server", "port", "65535", [](const auto& c) { return c.server.port; }, 65535},
+      {"server", "port", "+443", [](const auto& c) { return c.server.port; }, 443},
+      {"server", "max_body_bytes", "1073741824",
+       [](const auto& c) { return c.server.max_body_bytes; }, 1 << 30},
+      {"server", "request_timeout_seconds", "0.5",
+       [](const auto& c) { return c.server.request_timeout_seconds; }, 0.5},
+      {"server", "shutdown_grace_seconds", "0",
+       [](const auto& c) { return c.server.shutdown_grace_seconds; }, 0},
+      {"placement", "threads", "1024", [](const auto& c) { return c.placement.threads; }, 1024},
+      {"speculation", "max_gamma", "64", [](const auto& c) { return c.speculation.max_gamma; }, 64},
+      {"speculation", "prior_alpha", "0.999",
+       [](const auto& c) { return c.speculation.prior_alpha; }, 0.999},
+      {"speculation", "lenience", "1", [](const auto& c) { return c.speculation.lenience; }, 1},
+      {"speculation", "lenience", "1e-3", [](const auto& c) { return c.speculation.lenience; },
+       1e-3},
+      {"scheduler", "max_queued_requests", "0",
+       [](const auto& c) { return c.scheduler.max_queued_requests; }, 0},
+      {"scheduler", "step_token_budget", "16",
+       [](const auto& c) { return c.scheduler.step_token_budget; }, 16},
+      {"scheduler", "block_size", "1024", [](const auto& c) { return c.scheduler.block_size; },
+       1024},
+      {"sampling", "temperature", "0", [](const auto& c) { return c.sampling.temperature; }, 0},
+      {"sampling", "temperature", "2", [](const auto& c) { return c.sampling.temperature; }, 2},
+      {"sampling", "top_p", "1", [](const auto& c) { return c.sampling.top_p; }, 1},
+      {"sampling", "top_k", "40", [](const auto& c) { return c.sampling.top_k; }, 40},
+      {"sampling", "top_p", ".5", [](const auto& c) { return c.sampling.top_p; }, 0.5},
+      {"sampling", "top_p", "+0.25", [](const auto& c) { return c.sampling.top_p; }, 0.25},
+      {"limits", "max_stop_sequences", "0",
+       [](const auto& c) { return c.limits.max_stop_sequences; }, 0},
+      {"limits", "max_stop_sequences", "64",
+       [](const auto& c) { return c.limits.max_stop_sequences; }, 64},
+  };
+  for (const Good& good : cases) {
+    const std::string yaml = kTarget + good.section + ":\n  " + good.key + ": " + good.value + "\n";
+    EXPECT_EQ(good.read(parse_deployment(yaml, "deploy.yaml")), good.expected) << yaml;
+  }
+}
+
+}  // namespace
+}  // namespace tandem

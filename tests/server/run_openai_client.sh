@@ -1,0 +1,39 @@
+#!/bin/bash
+# Starts `tandem serve` on the embedded default deployment (any free port),
+# runs the official openai npm client against it, then stops the server with
+# SIGTERM and checks that it exits 0 (graceful shutdown).
+# usage: run_openai_client.sh TANDEM_BINARY SOURCE_DIR WORK_DIR
+set -euo pipefail
+tandem=$1 source=$2 work=$3
+mkdir -p "$work"
+# The client is fetched at test time (pinned) rather than committed.
+if [ ! -f "$work/node_modules/openai/package.json" ]; then
+  npm install --silent --no-audit --no-fund --prefix "$work" openai@6.30.1 >/dev/null
+fi
+cp "$source/tests/server/openai_client.mjs" "$work/"
+
+log="$work/server.log"
+cd "$source"
+"$tandem" serve --config configs/local.yaml --port 0 2>"$log" &
+pid=$!
+trap 'kill -9 $pid 2>/dev/null || true' EXIT
+port=""
+for _ in $(seq 1 600); do
+  if grep -q "tandem: ready" "$log"; then
+    port=$(sed -n 's|.*listening on http://127.0.0.1:\([0-9]*\).*|\1|p' "$log")
+    break
+  fi
+  kill -0 $pid 2>/dev/null || { cat "$log"; exit 1; }
+  sleep 0.1
+done
+[ -n "$port" ] || { echo "server did not become ready"; cat "$log"; exit 1; }
+
+node "$work/openai_client.mjs" "http://127.0.0.1:$port/v1"
+
+kill -TERM $pid
+status=0
+wait $pid || status=$?
+trap - EXIT
+cat "$log"
+[ $status -eq 0 ] || { echo "tandem serve exited $status after SIGTERM"; exit 1; }
+grep -q "tandem: stopped" "$log"

@@ -1,0 +1,329 @@
+// SpeculativeEngine::step(): admit, plan, reserve, draft, verify, accept,
+// commit (the order speculative_engine.h describes).
+//
+// Dimension glossary: B sessions in the target pass, T new tokens in it,
+// R rows with logits (Σ γ_i + 1 over the sessions that verify), V vocabulary.
+#include <algorithm>
+#include <chrono>
+#include <string>
+
+#include "common/error.h"
+#include "workers/speculation/speculative_engine.h"
+#include "workers/speculation/speculative_session.h"
+#include "workers/speculation/step_scheduling.h"
+
+namespace tandem {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+double seconds_since(Clock::time_point start) {
+  return std::chrono::duration<double>(Clock::now() - start).count();
+}
+
+// Sessions whose best γ is 0 still draft one token every this many
+// verifying steps, so that their α estimate can recover if the text becomes
+// predictable.
+constexpr int kProbeEvery = 8;
+constexpr int kMaxGamma = 64;  // add() rejects more
+
+}  // namespace
+
+// The step being built: each running session's part, then what the step
+// measured.
+struct SpeculativeEngine::StepPlan {
+  struct Entry {
+    Session* session = nullptr;
+    ChunkPlan chunk;          // committed tokens fed; whether it verifies
+    int gamma = 0;            // drafts wanted when it verifies
+    bool policy_zero = false;  // the automatic policy said 0 (probe bookkeeping)
+    bool dropped = false;     // preempted or ended while reserving
+    DraftProposal proposal;
+    std::vector<int32_t> feed;  // committed tokens fed, then the drafts
+    int first_row = -1;         // its first logits row, -1 when it does not verify
+    VerifyOutcome outcome;      // n accepted and the target's token, when it verifies
+  };
+  std::vector<Entry> entries;  // admission order, oldest first
+  int batch = 0;               // B: running sessions when planned
+  std::vector<double> v;       // v[k] = v(B, k) for k in [1, kMaxGamma + 1]
+  std::vector<double> draft_seconds;  // per drafter
+  std::vector<int> draft_passes;      // per drafter
+  int rows = 0;                       // R: logits rows of the target pass
+  Clock::time_point start;            // when the target pass began
+  double target_seconds = 0;          // the forward pass alone
+};
+
+SpeculativeEngine::GammaChoice SpeculativeEngine::choose_gamma(const Session& s,
+                                                              const StepCost& v) const {
+  const SpeculationStats& stats = s.result.stats;
+  const double c = drafters_[s.drafter].cost_ratio;
+  int gamma = s.request.gamma.choose(stats.beta_sum, stats.beta_count, c, v);
+  const bool policy_zero = s.request.gamma.automatic && gamma == 0;
+  if (policy_zero && (s.steps_at_zero_gamma + 1) % kProbeEvery == 0) gamma = 1;
+  // Each step emits at least one token, so drafting past max_tokens - 1 more
+  // (or past the context) would only be thrown away.
+  const int length = static_cast<int>(s.tokens.size());
+  gamma = std::min({gamma, s.request.max_new_tokens - s.generated() - 1,
+                    target_.config().max_position_embeddings - length});
+  return {std::max(gamma, 0), policy_zero};
+}
+
+SpeculativeEngine::StepPlan SpeculativeEngine::plan_step() {
+  StepPlan plan;
+  plan.batch = static_cast<int>(running_.size());
+  plan.v.assign(kMaxGamma + 2, 1.0);
+  for (int k = 2; k <= kMaxGamma + 1; ++k)
+    plan.v[static_cast<size_t>(k)] = cost_model_.relative_cost(plan.batch, k);
+  const StepCost v = [&plan](int k) { return plan.v[static_cast<size_t>(k)]; };
+
+  std::vector<ChunkRequest> requests;
+  for (Session* s : running_) {
+    StepPlan::Entry entry;
+    entry.session = s;
+    const GammaChoice choice = choose_gamma(*s, v);
+    entry.gamma = choice.gamma;
+    entry.policy_zero = choice.policy_zero;
+    plan.entries.push_back(std::move(entry));
+    requests.push_back({static_cast<int>(s->tokens.size()) - cache_.length(s->seq),
+                        plan.entries.back().gamma});
+  }
+  const std::vector<ChunkPlan> chunks = plan_chunks(requests, limits_.step_token_budget);
+  for (size_t i = 0; i < chunks.size(); ++i) plan.entries[i].chunk = chunks[i];
+  return plan;
+}
+
+void SpeculativeEngine::reserve(StepPlan& plan) {
+  auto drop = [&plan](Session* s) {
+    for (auto& e : plan.entries)
+      if (e.session == s) e.dropped = true;
+  };
+  for (StepPlan::Entry& e : plan.entries) {
+    if (e.dropped) continue;
+    Session& s = *e.session;
+    auto needed = [&] {
+      return cache_.length(s.seq) + e.chunk.fed + (e.chunk.verifies ? e.gamma : 0);
+    };
+    while (!cache_.reserve(s.seq, needed())) {
+      Session& youngest = *running_.back();
+      if (&youngest != &s) {
+        drop(&youngest);
+        preempt(youngest);
+        continue;
+      }
+      if (running_.size() > 1) {  // it is the youngest itself: it yields
+        e.dropped = true;
+        preempt(s);
+        break;
+      }
+      // Alone, with every other block free. Without its drafts it may still
+      // fit (a shorter block, same distribution); if not, its context can
+      // never grow on this cache, and ending it with what it has is the
+      // only outcome that neither loops nor loses its output: max_tokens
+      // was, in effect, what the cache can hold.
+      if (e.chunk.verifies && e.gamma > 0) {
+        e.gamma = 0;
+        continue;
+      }
+      e.dropped = true;
+      finish(s, FinishReason::length);
+      break;
+    }
+  }
+}
+
+void SpeculativeEngine::draft(StepPlan& plan) {
+  plan.draft_seconds.assign(drafters_.size(), 0.0);
+  plan.draft_passes.assign(drafters_.size(), 0);
+  for (size_t d = 0; d < drafters_.size(); ++d) {
+    std::vector<DraftRequest> requests;
+    std::vector<StepPlan::Entry*> askers;
+    for (StepPlan::Entry& e : plan.entries) {
+      const Session& s = *e.session;
+      if (e.dropped || !e.chunk.verifies || e.gamma == 0 || s.drafter != d) continue;
+      requests.push_back({s.key, s.tokens, e.gamma, s.request.sampling});
+      askers.push_back(&e);
+    }
+    if (requests.empty()) continue;
+    std::vector<DraftProposal> proposals;
+    drafters_[d].drafter->propose(requests, proposals);
+    plan.draft_seconds[d] = drafters_[d].drafter->last_seconds();
+    for (size_t r = 0; r < requests.size(); ++r) {
+      askers[r]->proposal = std::move(proposals[r]);
+      plan.draft_passes[d] =
+          std::max(plan.draft_passes[d], static_cast<int>(askers[r]->proposal.tokens.size()));
+    }
+  }
+}
+
+int SpeculativeEngine::commit(Session& s, std::span<const int32_t> accepted, int32_t token) {
+  std::vector<int32_t> emitted(accepted.begin(), accepted.end());
+  emitted.push_back(token);
+  const auto& stops = s.request.stop_ids;
+  int appended = 0;
+  for (int32_t t : emitted) {
+    s.tokens.push_back(t);
+    s.result.tokens.push_back(t);
+    ++appended;
+    FinishReason reason = FinishReason::running;
+    if (std::find(stops.begin(), stops.end(), t) != stops.end()) {
+      reason = FinishReason::stop;
+    } else if (s.generated() >= s.request.max_new_tokens) {
+      reason = FinishReason::length;
+    } else if (static_cast<int>(s.tokens.size()) >= target_.config().max_position_embeddings) {
+      reason = FinishReason::context;
+    }
+    if (reason != FinishReason::running) {
+      finish(s, reason);
+      return appended;
+    }
+  }
+  // Keep the target's K/V for committed tokens but the last (fed next step).
+  const int committed = static_cast<int>(s.tokens.size());
+  cache_.truncate(s.seq, std::min(cache_.length(s.seq), committed - 1));
+  drafters_[s.drafter].drafter->commit(s.key, committed);
+  return appended;
+}
+
+const float* SpeculativeEngine::run_target(StepPlan& plan) {
+  std::vector<SequenceStep> steps;
+  for (StepPlan::Entry& e : plan.entries) {
+    if (e.dropped) continue;
+    Session& s = *e.session;
+    const auto from = s.tokens.begin() + cache_.length(s.seq);
+    e.feed.assign(from, from + e.chunk.fed);
+    e.feed.insert(e.feed.end(), e.proposal.tokens.begin(), e.proposal.tokens.end());
+    const int logits = e.chunk.verifies ? static_cast<int>(e.proposal.tokens.size()) + 1 : 0;
+    steps.push_back({s.seq, e.feed, logits});
+    e.first_row = logits > 0 ? plan.rows : -1;
+    plan.rows += logits;
+    last_step_.target_tokens += static_cast<int>(e.feed.size());
+  }
+  if (steps.empty()) return nullptr;
+  plan.start = Clock::now();
+  const float* logits = target_.forward(steps, cache_);  // (R, V), rows in step order
+  plan.target_seconds = seconds_since(plan.start);
+  cost_model_.record(last_step_.target_tokens, plan.target_seconds);
+  return logits;
+}
+
+void SpeculativeEngine::accept(StepPlan& plan, const float* logits) {
+  const int V = target_.config().vocab_size;
+  Backend& backend = target_.backend();
+  const size_t R = static_cast<size_t>(plan.rows);
+  if (probs_.size() < R * V) probs_ = backend.allocate(R * V);
+  std::vector<int32_t> argmaxes(R);  // (R)
+  // Greedy sessions compare argmaxes; sampled ones run Algorithm 1 on
+  // standardized rows.
+  std::vector<VerifyBlock> sampled;
+  std::vector<GreedyBlock> greedy;
+  std::vector<StepPlan::Entry*> sampled_of, greedy_of;
+  int sampled_drafts = 0;
+  for (StepPlan::Entry& e : plan.entries) {
+    if (e.dropped || e.first_row < 0) continue;
+    const Session& s = *e.session;
+    const std::vector<int32_t>& drafts = e.proposal.tokens;
+    const int gamma = static_cast<int>(drafts.size());
+    const size_t offset = static_cast<size_t>(e.first_row) * V;
+    if (s.request.sampling.greedy()) {
+      backend.argmax(logits + offset, gamma + 1, V, argmaxes.data() + e.first_row);
+      greedy.push_back({gamma, drafts.data(), argmaxes.data() + e.first_row});
+      greedy_of.push_back(&e);
+    } else {
+      backend.standardize(logits + offset, gamma + 1, V, std::span(&s.request.sampling, 1),
+                          probs_.data() + offset);
+      const std::vector<float>& q = e.proposal.q;
+      sampled.push_back({gamma, drafts.data(), probs_.data() + offset,
+                         q.empty() ? nullptr : q.data(), static_cast<int64_t>(s.tokens.size()),
+                         s.request.sampling.seed, s.request.lenience});
+      sampled_of.push_back(&e);
+      sampled_drafts += gamma;
+    }
+  }
+  std::vector<VerifyOutcome> sampled_out(sampled.size()), greedy_out(greedy.size());
+  std::vector<float> betas(static_cast<size_t>(sampled_drafts));
+  if (!sampled.empty()) backend.verify(sampled, V, sampled_out, betas);
+  if (!greedy.empty()) backend.verify_greedy(greedy, greedy_out);
+
+  size_t beta_at = 0;
+  for (size_t k = 0; k < sampled.size(); ++k) {
+    SpeculationStats& stats = sampled_of[k]->session->result.stats;
+    for (int j = 0; j < sampled[k].gamma; ++j) stats.beta_sum += betas[beta_at++];
+    stats.beta_count += sampled[k].gamma;
+    sampled_of[k]->outcome = sampled_out[k];
+  }
+  for (size_t k = 0; k < greedy.size(); ++k) {
+    // At temperature 0, β_j = Σ min(p_j, q_j) of one-hot rows: 1 if they agree.
+    SpeculationStats& stats = greedy_of[k]->session->result.stats;
+    for (int j = 0; j < greedy[k].gamma; ++j)
+      stats.beta_sum += greedy[k].target_argmax[j] == greedy[k].drafted[j];
+    stats.beta_count += greedy[k].gamma;
+    greedy_of[k]->outcome = greedy_out[k];
+  }
+}
+
+void SpeculativeEngine::commit_and_report(StepPlan& plan) {
+  const double target_seconds = seconds_since(plan.start);  // forward and accept
+  int verified = 0, gamma_sum = 0;
+  for (StepPlan::Entry& e : plan.entries) {
+    if (e.dropped) continue;
+    Session& s = *e.session;
+    StepSessionReport report{s.key, drafters_[s.drafter].name};
+    report.fed = static_cast<int>(e.feed.size());
+    if (!s.verified_since_admission) report.prefill_tokens = e.chunk.fed;
+    s.result.stats.prefill_tokens += report.prefill_tokens;
+    if (e.first_row >= 0) {
+      SpeculationStats& stats = s.result.stats;
+      report.gamma = static_cast<int>(e.proposal.tokens.size());
+      report.accepted = e.outcome.accepted;
+      report.verified = true;
+      stats.target_steps += 1;
+      stats.draft_tokens += report.gamma;
+      stats.accepted_tokens += e.outcome.accepted;
+      stats.draft_seconds += plan.draft_seconds[s.drafter];
+      stats.target_seconds += target_seconds;
+      stats.last_gamma = report.gamma;
+      if (e.policy_zero) ++s.steps_at_zero_gamma;
+      s.verified_since_admission = true;
+      ++verified;
+      gamma_sum += report.gamma;
+      report.emitted = commit(
+          s, std::span(e.proposal.tokens).first(static_cast<size_t>(e.outcome.accepted)),
+          e.outcome.token);
+    }
+    last_step_.sessions.push_back(std::move(report));
+  }
+  last_step_.target_seconds = plan.target_seconds;
+  last_step_.mean_gamma = verified ? static_cast<double>(gamma_sum) / verified : 0.0;
+}
+
+void SpeculativeEngine::record_costs(const StepPlan& plan) {
+  // c: one draft pass over one target pass carrying one token per session.
+  // Once calibrated, T(B) comes from the cost model (the verify pass itself
+  // carries γ+1 tokens per session and would understate c); before, the
+  // step's own pass stands in (Theorem 3.8's v ≡ 1 view).
+  const double target_pass =
+      cost_model_.calibrated() ? cost_model_.seconds(plan.batch) : plan.target_seconds;
+  for (size_t d = 0; d < drafters_.size(); ++d) {
+    last_step_.draft_seconds += plan.draft_seconds[d];
+    if (plan.draft_passes[d] == 0 || !(target_pass > 0)) continue;
+    DrafterSlot& slot = drafters_[d];
+    const double sample = plan.draft_seconds[d] / plan.draft_passes[d] / target_pass;
+    ++slot.cost_samples;
+    slot.cost_ratio += (sample - slot.cost_ratio) / std::min(slot.cost_samples, 50);
+  }
+}
+
+void SpeculativeEngine::step() {
+  last_step_ = StepReport{};
+  admit();
+  if (running_.empty()) return;
+  StepPlan plan = plan_step();
+  reserve(plan);
+  draft(plan);
+  if (const float* logits = run_target(plan)) {
+    accept(plan, logits);
+    commit_and_report(plan);
+  }
+  record_costs(plan);
+}
+
+}  // namespace tandem
