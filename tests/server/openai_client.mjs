@@ -21,11 +21,14 @@ assert.equal(greedy.speculation.lossless, true);
 const again = await client.completions.create({ ...request, temperature: 0 });
 assert.equal(again.choices[0].text, greedy.choices[0].text);
 
-const seeded = await client.completions.create({ ...request, temperature: 0.8, seed: 42 });
+// A fixed γ (our extension, passed through by the client) makes seeded
+// sampled text replay exactly; with γ = auto it depends on load.
+const sampled = { ...request, temperature: 0.8, seed: 42, speculation: { gamma: 4 } };
+const seeded = await client.completions.create(sampled);
 
 // Streaming the same seeded request gives the same text, chunk by chunk.
 const stream = await client.completions.create({
-  ...request, temperature: 0.8, seed: 42, stream: true, stream_options: { include_usage: true },
+  ...sampled, stream: true, stream_options: { include_usage: true },
 });
 let text = '';
 let finish = null;
