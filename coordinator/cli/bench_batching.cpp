@@ -6,7 +6,9 @@
 // policy chose. The cost model (DESIGN.md) predicts that once the target is
 // compute-bound, v(k) ≈ k, verification stops being free and auto must fall
 // back towards γ = 0, never running slower than "off".
+#include <algorithm>
 #include <chrono>
+#include <memory>
 #include <cstdio>
 
 #include "common/error.h"
@@ -30,13 +32,16 @@ const char* const kPrompts[] = {
 struct Run {
   double tokens_per_second = 0;
   double mean_gamma = 0;  // over steps, of the γ chosen per verifying session
+  double c = 0;           // the draft model's cost ratio at the end
+  double v2 = 0, v5 = 0;  // v(B, 2) and v(B, 5) from the cost model
+  // Mean milliseconds per step: all of it, drafting, the target pass.
+  double step_ms = 0, draft_ms = 0, target_ms = 0;
 };
 
-Run run_batch(OpenModel& open, Drafter& model_drafter, int batch, int max_tokens,
+// One batch through `engine` (kept across runs, as a server keeps it: what
+// its cost model and guard learned carries over).
+Run run_batch(SpeculativeEngine& engine, const OpenModel& open, int batch, int max_tokens,
               float temperature, const std::string& drafter, GammaPolicy gamma) {
-  NoDrafter none;
-  SpeculativeEngine engine(*open.target.model, *open.target.cache, {&model_drafter, &none});
-  engine.calibrate();
   for (int i = 0; i < batch; ++i) {
     SpeculationRequest request;
     request.prompt = open.target.tokenizer->encode(kPrompts[i % std::size(kPrompts)]);
@@ -48,24 +53,42 @@ Run run_batch(OpenModel& open, Drafter& model_drafter, int batch, int max_tokens
     engine.add(std::move(request));
   }
   long tokens = 0;
-  double gamma_sum = 0;
+  double gamma_sum = 0, draft_seconds = 0, target_seconds = 0;
   int steps = 0;
   const auto start = Clock::now();
   while (engine.running() + engine.waiting() > 0) {
     engine.step();
-    for (const auto& session : engine.last_step().sessions) tokens += session.emitted;
-    gamma_sum += engine.last_step().mean_gamma;
+    const StepReport& step = engine.last_step();
+    for (const auto& session : step.sessions) tokens += session.emitted;
+    gamma_sum += step.mean_gamma;
+    draft_seconds += step.draft_seconds;
+    target_seconds += step.target_seconds;
     ++steps;
   }
   const double seconds = std::chrono::duration<double>(Clock::now() - start).count();
-  return {tokens / seconds, steps ? gamma_sum / steps : 0.0};
+  Run run;
+  run.tokens_per_second = tokens / seconds;
+  run.mean_gamma = gamma_sum / steps;
+  run.c = engine.cost_ratio("model");
+  run.v2 = engine.cost_model().relative_cost(batch, 2);
+  run.v5 = engine.cost_model().relative_cost(batch, 5);
+  run.step_ms = 1e3 * seconds / steps;
+  run.draft_ms = 1e3 * draft_seconds / steps;
+  run.target_ms = 1e3 * target_seconds / steps;
+  return run;
+}
+
+Run median_run(std::vector<Run> runs) {
+  std::sort(runs.begin(), runs.end(),
+            [](const Run& a, const Run& b) { return a.tokens_per_second < b.tokens_per_second; });
+  return runs[runs.size() / 2];
 }
 
 }  // namespace
 
 int bench_batching(const Words& words) {
   auto options = model_option_names();
-  options.insert({"batches", "max-tokens", "temperature", "gamma"});
+  options.insert({"batches", "max-tokens", "temperature", "gamma", "repeats"});
   const Args args(words, options, {});
   OpenModel open = open_model(args);
   require(open.draft.has_value() && open.target.tokenizer.has_value(), ErrorKind::invalid_argument,
@@ -74,25 +97,52 @@ int bench_batching(const Words& words) {
   const int max_tokens = static_cast<int>(args.get_int("max-tokens", 64));
   const float temperature = static_cast<float>(args.get_numbers("temperature", "0").front());
   const int fixed_gamma = static_cast<int>(args.get_int("gamma", 4));
+  const int repeats = static_cast<int>(args.get_int("repeats", 3));
+  require(repeats >= 1, ErrorKind::invalid_argument, "--repeats must be >= 1");
   ModelDrafter model_drafter(*open.draft->model, *open.draft->cache);
 
-  std::printf("%d new tokens per session, temperature %.1f, drafter: the draft model\n\n", max_tokens,
-              temperature);
+  std::printf("%d new tokens per session, temperature %.1f, drafter: the draft model; per policy "
+              "one engine (as a server keeps one), one warm-up run, then the median of %d "
+              "interleaved runs\n\n",
+              max_tokens, temperature, repeats);
   std::printf("| batch | off: tokens/s | gamma=%d: tokens/s | vs off | auto: tokens/s | vs off | "
-              "auto mean gamma |\n|---|---|---|---|---|---|---|\n",
-              fixed_gamma);
+              "auto mean gamma | c | v(2) | v(5) | ms/step off; gamma=%d (draft + target) |\n"
+              "|---|---|---|---|---|---|---|---|---|---|---|\n",
+              fixed_gamma, fixed_gamma);
   for (double b : batches) {
     const int batch = static_cast<int>(b);
-    const Run off = run_batch(open, model_drafter, batch, max_tokens, temperature, "none",
+    // One engine per policy, warmed up by one unmeasured run; then
+    // interleaved repeats, the median run of each (this machine is noisy).
+    NoDrafter none;
+    auto make_engine = [&] {
+      auto engine = std::make_unique<SpeculativeEngine>(
+          *open.target.model, *open.target.cache, std::vector<Drafter*>{&model_drafter, &none});
+      engine->calibrate();
+      return engine;
+    };
+    auto off_engine = make_engine(), fixed_engine = make_engine(), auto_engine = make_engine();
+    std::vector<Run> offs, fixeds, automatics;
+    for (int r = 0; r <= repeats; ++r) {
+      Run off_run = run_batch(*off_engine, open, batch, max_tokens, temperature, "none",
                               GammaPolicy{false, 0});
-    const Run fixed = run_batch(open, model_drafter, batch, max_tokens, temperature, "model",
+      Run fixed_run = run_batch(*fixed_engine, open, batch, max_tokens, temperature, "model",
                                 GammaPolicy{false, fixed_gamma});
-    const Run automatic = run_batch(open, model_drafter, batch, max_tokens, temperature, "model",
-                                    GammaPolicy{true, 8});
-    std::printf("| %d | %.0f | %.0f | %.2fx | %.0f | %.2fx | %.2f |\n", batch, off.tokens_per_second,
-                fixed.tokens_per_second, fixed.tokens_per_second / off.tokens_per_second,
-                automatic.tokens_per_second, automatic.tokens_per_second / off.tokens_per_second,
-                automatic.mean_gamma);
+      Run auto_run = run_batch(*auto_engine, open, batch, max_tokens, temperature, "model",
+                               GammaPolicy{true, 8});
+      if (r == 0) continue;  // warm-up
+      offs.push_back(off_run);
+      fixeds.push_back(fixed_run);
+      automatics.push_back(auto_run);
+    }
+    const Run off = median_run(offs), fixed = median_run(fixeds), automatic = median_run(automatics);
+    std::printf(
+        "| %d | %.0f | %.0f | %.2fx | %.0f | %.2fx | %.2f | %.2f | %.2f | %.2f | %.1f (%.1f); %.1f "
+        "(%.1f + %.1f) |\n",
+        batch, off.tokens_per_second, fixed.tokens_per_second,
+        fixed.tokens_per_second / off.tokens_per_second, automatic.tokens_per_second,
+        automatic.tokens_per_second / off.tokens_per_second, automatic.mean_gamma, automatic.c,
+        automatic.v2, automatic.v5, off.step_ms, off.target_ms, fixed.step_ms, fixed.draft_ms,
+        fixed.target_ms);
     std::fflush(stdout);
   }
   return 0;

@@ -101,13 +101,7 @@ void Scheduler::run() {
     }
     admit(arrived);
     if (stopping && !cancel_all) cancel_all = api::unavailable("the server is shutting down");
-    if (cancel_all) {
-      while (!active_.empty()) {
-        auto it = active_.begin();
-        const SpeculationResult taken = engine_.take(it->first);
-        end(it->first, *it->second, taken.stats, "cancelled", *cancel_all);
-      }
-    }
+    if (cancel_all) end_all("cancelled", *cancel_all);
     if (stopping) return;
 
     sweep_cancelled_and_expired();
@@ -115,19 +109,23 @@ void Scheduler::run() {
     if (active_.empty()) continue;
     try {
       engine_.step();
-    } catch (const Error& error) {
-      // A failed step leaves no session in a state we can trust: end them all.
-      const api::ApiError failure = api::internal(std::string("engine step failed: ") + error.what());
-      while (!active_.empty()) {
-        auto it = active_.begin();
-        const SpeculationResult taken = engine_.take(it->first);
-        end(it->first, *it->second, taken.stats, "error", failure);
-      }
+    } catch (const std::exception& error) {
+      // A failed step leaves no session in a state we can trust: end them
+      // all, and keep serving new ones.
+      end_all("error", api::internal(std::string("engine step failed: ") + error.what()));
       continue;
     }
     record_step();
     publish_progress();
     update_gauges();
+  }
+}
+
+void Scheduler::end_all(const std::string& finish_reason, const api::ApiError& error) {
+  while (!active_.empty()) {
+    auto it = active_.begin();
+    const SpeculationResult taken = engine_.take(it->first);
+    end(it->first, *it->second, taken.stats, finish_reason, error);
   }
 }
 
@@ -137,11 +135,11 @@ void Scheduler::admit(std::deque<CompletionJob>& jobs) {
       const SessionKey key = engine_.add(job.request);
       active_.emplace(key, std::make_unique<Active>(std::move(job), tokenizer_));
     } catch (const Error& error) {
-      // The HTTP side checked the request; what the engine still refuses is
-      // the caller's fault all the same.
+      // The HTTP side checked the request; what the engine still refuses
+      // (its message names the field) is reported the same way.
       CompletionEnd end;
       end.finish_reason = "error";
-      end.error = api::invalid_request("prompt", error.what());
+      end.error = api::api_error_from(error);
       job.stream->finish(std::move(end));
       in_flight_.fetch_sub(1);
     }

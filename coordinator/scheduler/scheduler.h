@@ -76,6 +76,7 @@ class Scheduler {
   // Reports the end of a session the engine has already let go of.
   void end(SessionKey key, Active& active, const SpeculationStats& stats,
            const std::string& finish_reason, std::optional<api::ApiError> error = std::nullopt);
+  void end_all(const std::string& finish_reason, const api::ApiError& error);
   void record_step();
   void update_gauges();
 

@@ -56,7 +56,10 @@ SpeculativeEngine::SpeculativeEngine(LlamaModel& target, PagedKvCache& target_ca
     std::string name = drafter->name();
     require(names.insert(name).second, ErrorKind::invalid_argument,
             "two drafters are named '" + name + "': drafter names must be unique");
-    drafters_.push_back({drafter, std::move(name)});
+    DrafterSlot slot;
+    slot.drafter = drafter;
+    slot.name = std::move(name);
+    drafters_.push_back(std::move(slot));
   }
 }
 

@@ -65,6 +65,7 @@
 #include "workers/llama_model.h"
 #include "workers/speculation/drafter.h"
 #include "workers/speculation/gamma_policy.h"
+#include "workers/speculation/speculation_guard.h"
 #include "workers/speculation/target_cost_model.h"
 
 namespace tandem {
@@ -188,8 +189,11 @@ class SpeculativeEngine {
   struct DrafterSlot {
     Drafter* drafter = nullptr;
     std::string name;
-    double cost_ratio = 0;  // running mean over steps that drafted
-    int cost_samples = 0;
+    // Seconds of one draft pass by the number of sessions drafting in it
+    // (the same bucketed model as the target's): c at batch B is
+    // D(B_d) / T(B), B_d the running sessions that use this drafter.
+    TargetCostModel pass_cost;
+    double cost_ratio = 0;  // c at the last step's batch (reported)
   };
   struct StepPlan;
 
@@ -210,11 +214,18 @@ class SpeculativeEngine {
   void accept(StepPlan& plan, const float* logits);
   void commit_and_report(StepPlan& plan);
   void record_costs(const StepPlan& plan);
+  // Tells the guard what a decode step achieved.
+  void record_throughput(const StepPlan& plan, double seconds);
   struct GammaChoice {
     int gamma = 0;             // the policy's choice (or a probe), capped by what may be emitted
     bool policy_zero = false;  // the automatic policy itself said 0
+    bool probe = false;        // γ = 1 only to re-measure α
   };
-  GammaChoice choose_gamma(const Session& session, const StepCost& v) const;
+  // allow_drafting: the guard's verdict for automatic sessions this step.
+  GammaChoice choose_gamma(const Session& session, const StepCost& v, double c,
+                           bool allow_drafting) const;
+  // c for a drafter when `drafting` sessions use it and `batch` run in all.
+  double drafter_cost(const DrafterSlot& slot, int drafting, int batch) const;
   // Appends the accepted drafts and the target's token, applying stop rules;
   // truncates both KV caches to the committed prefix or ends the session.
   // Returns the tokens appended.
@@ -233,6 +244,7 @@ class SpeculativeEngine {
   uint64_t admissions_ = 0;
   uint64_t preemptions_ = 0;
   TargetCostModel cost_model_;
+  SpeculationGuard guard_;  // measured drafting vs plain throughput per batch size
   StepReport last_step_;
   Buffer probs_;  // (rows, V) standardized target rows of one step
 };

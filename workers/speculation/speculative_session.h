@@ -24,7 +24,8 @@ struct SpeculativeEngine::Session {
   // until then every committed token it feeds is prefill.
   bool verified_since_admission = false;
   SpeculationResult result;
-  int steps_at_zero_gamma = 0;  // verifying steps whose automatic γ was 0
+  int steps_at_zero_gamma = 0;  // verifying steps whose automatic γ was 0 since the last probe
+  int probe_interval = 0;       // steps at γ = 0 between probes (0: the first interval)
 
   int generated() const { return static_cast<int>(tokens.size()) - prompt_length; }
 };

@@ -20,10 +20,14 @@ double seconds_since(Clock::time_point start) {
   return std::chrono::duration<double>(Clock::now() - start).count();
 }
 
-// Sessions whose best γ is 0 still draft one token every this many
-// verifying steps, so that their α estimate can recover if the text becomes
-// predictable.
+// Sessions whose best γ is 0 still draft one token after this many verifying
+// steps, so that their α estimate can recover if the text becomes
+// predictable. Each probe that does not bring the session back to drafting
+// doubles the interval, up to kMaxProbeEvery: a probe costs the draft
+// cache's catch-up over every token since the last one, which under heavy
+// batching is most of what drafting costs.
 constexpr int kProbeEvery = 8;
+constexpr int kMaxProbeEvery = 64;
 constexpr int kMaxGamma = 64;  // add() rejects more
 
 }  // namespace
@@ -36,6 +40,7 @@ struct SpeculativeEngine::StepPlan {
     ChunkPlan chunk;          // committed tokens fed; whether it verifies
     int gamma = 0;            // drafts wanted when it verifies
     bool policy_zero = false;  // the automatic policy said 0 (probe bookkeeping)
+    bool probe = false;        // drafting one token only to re-measure α
     bool dropped = false;     // preempted or ended while reserving
     DraftProposal proposal;
     std::vector<int32_t> feed;  // committed tokens fed, then the drafts
@@ -47,24 +52,35 @@ struct SpeculativeEngine::StepPlan {
   std::vector<double> v;       // v[k] = v(B, k) for k in [1, kMaxGamma + 1]
   std::vector<double> draft_seconds;  // per drafter
   std::vector<int> draft_passes;      // per drafter
+  std::vector<int> draft_sessions;    // per drafter: sessions it drafted for
   int rows = 0;                       // R: logits rows of the target pass
   Clock::time_point start;            // when the target pass began
   double target_seconds = 0;          // the forward pass alone
 };
 
+double SpeculativeEngine::drafter_cost(const DrafterSlot& slot, int drafting, int batch) const {
+  const double draft_pass = slot.pass_cost.seconds(drafting);
+  const double target_pass = cost_model_.seconds(batch);
+  if (!(draft_pass > 0) || !(target_pass > 0)) return slot.cost_ratio;  // nothing measured yet
+  return draft_pass / target_pass;
+}
+
 SpeculativeEngine::GammaChoice SpeculativeEngine::choose_gamma(const Session& s,
-                                                              const StepCost& v) const {
+                                                              const StepCost& v, double c,
+                                                              bool allow_drafting) const {
   const SpeculationStats& stats = s.result.stats;
-  const double c = drafters_[s.drafter].cost_ratio;
+  if (s.request.gamma.automatic && !allow_drafting) return {};
   int gamma = s.request.gamma.choose(stats.beta_sum, stats.beta_count, c, v);
   const bool policy_zero = s.request.gamma.automatic && gamma == 0;
-  if (policy_zero && (s.steps_at_zero_gamma + 1) % kProbeEvery == 0) gamma = 1;
+  const int interval = s.probe_interval > 0 ? s.probe_interval : kProbeEvery;
+  const bool probe = policy_zero && s.steps_at_zero_gamma + 1 >= interval;
+  if (probe) gamma = 1;
   // Each step emits at least one token, so drafting past max_tokens - 1 more
   // (or past the context) would only be thrown away.
   const int length = static_cast<int>(s.tokens.size());
   gamma = std::min({gamma, s.request.max_new_tokens - s.generated() - 1,
                     target_.config().max_position_embeddings - length});
-  return {std::max(gamma, 0), policy_zero};
+  return {std::max(gamma, 0), policy_zero, probe};
 }
 
 SpeculativeEngine::StepPlan SpeculativeEngine::plan_step() {
@@ -74,14 +90,24 @@ SpeculativeEngine::StepPlan SpeculativeEngine::plan_step() {
   for (int k = 2; k <= kMaxGamma + 1; ++k)
     plan.v[static_cast<size_t>(k)] = cost_model_.relative_cost(plan.batch, k);
   const StepCost v = [&plan](int k) { return plan.v[static_cast<size_t>(k)]; };
+  // c per drafter at this batch: its sessions draft together in one pass.
+  std::vector<int> users(drafters_.size(), 0);
+  for (const Session* s : running_) ++users[s->drafter];
+  std::vector<double> c(drafters_.size());
+  for (size_t d = 0; d < drafters_.size(); ++d) {
+    c[d] = drafter_cost(drafters_[d], std::max(users[d], 1), plan.batch);
+    if (users[d] > 0) drafters_[d].cost_ratio = c[d];
+  }
+  const bool allow_drafting = guard_.allow_drafting(plan.batch);
 
   std::vector<ChunkRequest> requests;
   for (Session* s : running_) {
     StepPlan::Entry entry;
     entry.session = s;
-    const GammaChoice choice = choose_gamma(*s, v);
+    const GammaChoice choice = choose_gamma(*s, v, c[s->drafter], allow_drafting);
     entry.gamma = choice.gamma;
     entry.policy_zero = choice.policy_zero;
+    entry.probe = choice.probe;
     plan.entries.push_back(std::move(entry));
     requests.push_back({static_cast<int>(s->tokens.size()) - cache_.length(s->seq),
                         plan.entries.back().gamma});
@@ -133,6 +159,7 @@ void SpeculativeEngine::reserve(StepPlan& plan) {
 void SpeculativeEngine::draft(StepPlan& plan) {
   plan.draft_seconds.assign(drafters_.size(), 0.0);
   plan.draft_passes.assign(drafters_.size(), 0);
+  plan.draft_sessions.assign(drafters_.size(), 0);
   for (size_t d = 0; d < drafters_.size(); ++d) {
     std::vector<DraftRequest> requests;
     std::vector<StepPlan::Entry*> askers;
@@ -143,6 +170,7 @@ void SpeculativeEngine::draft(StepPlan& plan) {
       askers.push_back(&e);
     }
     if (requests.empty()) continue;
+    plan.draft_sessions[d] = static_cast<int>(requests.size());
     std::vector<DraftProposal> proposals;
     drafters_[d].drafter->propose(requests, proposals);
     plan.draft_seconds[d] = drafters_[d].drafter->last_seconds();
@@ -281,7 +309,14 @@ void SpeculativeEngine::commit_and_report(StepPlan& plan) {
       stats.draft_seconds += plan.draft_seconds[s.drafter];
       stats.target_seconds += target_seconds;
       stats.last_gamma = report.gamma;
-      if (e.policy_zero) ++s.steps_at_zero_gamma;
+      if (e.probe) {  // back off: the next probe waits twice as long
+        s.steps_at_zero_gamma = 0;
+        s.probe_interval = std::min(2 * std::max(s.probe_interval, kProbeEvery), kMaxProbeEvery);
+      } else if (e.policy_zero) {
+        ++s.steps_at_zero_gamma;
+      } else if (report.gamma > 0 && s.request.gamma.automatic) {
+        s.probe_interval = 0;  // drafting on its own merits again
+      }
       s.verified_since_admission = true;
       ++verified;
       gamma_sum += report.gamma;
@@ -296,19 +331,15 @@ void SpeculativeEngine::commit_and_report(StepPlan& plan) {
 }
 
 void SpeculativeEngine::record_costs(const StepPlan& plan) {
-  // c: one draft pass over one target pass carrying one token per session.
-  // Once calibrated, T(B) comes from the cost model (the verify pass itself
-  // carries γ+1 tokens per session and would understate c); before, the
-  // step's own pass stands in (Theorem 3.8's v ≡ 1 view).
-  const double target_pass =
-      cost_model_.calibrated() ? cost_model_.seconds(plan.batch) : plan.target_seconds;
+  // Each drafter's pass time at the number of sessions it drafted for (the
+  // first pass also catches the draft cache up, a real cost of drafting).
+  // Until a drafter has drafted once, its c is 0: speculation is tried.
   for (size_t d = 0; d < drafters_.size(); ++d) {
     last_step_.draft_seconds += plan.draft_seconds[d];
-    if (plan.draft_passes[d] == 0 || !(target_pass > 0)) continue;
+    if (plan.draft_passes[d] == 0) continue;
     DrafterSlot& slot = drafters_[d];
-    const double sample = plan.draft_seconds[d] / plan.draft_passes[d] / target_pass;
-    ++slot.cost_samples;
-    slot.cost_ratio += (sample - slot.cost_ratio) / std::min(slot.cost_samples, 50);
+    const double per_pass = plan.draft_seconds[d] / plan.draft_passes[d];
+    slot.pass_cost.record(plan.draft_sessions[d], per_pass);
   }
 }
 
@@ -316,6 +347,7 @@ void SpeculativeEngine::step() {
   last_step_ = StepReport{};
   admit();
   if (running_.empty()) return;
+  const auto start = Clock::now();
   StepPlan plan = plan_step();
   reserve(plan);
   draft(plan);
@@ -324,6 +356,19 @@ void SpeculativeEngine::step() {
     commit_and_report(plan);
   }
   record_costs(plan);
+  record_throughput(plan, seconds_since(start));
+}
+
+void SpeculativeEngine::record_throughput(const StepPlan& plan, double seconds) {
+  // Decode steps only: prefill tokens cost time but emit nothing yet.
+  int emitted = 0;
+  bool drafted = false;
+  for (const StepSessionReport& r : last_step_.sessions) {
+    if (r.prefill_tokens > 0 || !r.verified) return;
+    emitted += r.emitted;
+    drafted = drafted || r.gamma > 0;
+  }
+  guard_.record(plan.batch, drafted, emitted, seconds);
 }
 
 }  // namespace tandem

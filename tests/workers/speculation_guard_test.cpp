@@ -1,0 +1,65 @@
+// SpeculationGuard: drafting stops where it has been measured slower than
+// plain decoding at that batch size, and each side is re-measured on exactly
+// one step in kExplore.
+#include "workers/speculation/speculation_guard.h"
+
+#include <gtest/gtest.h>
+
+namespace tandem {
+namespace {
+
+constexpr int kExplore = SpeculationGuard::kExplore;
+
+// How many of `decisions` consecutive decisions at batch B allow drafting.
+int allowed(SpeculationGuard& guard, int batch, int decisions) {
+  int count = 0;
+  for (int i = 0; i < decisions; ++i) count += guard.allow_drafting(batch);
+  return count;
+}
+
+TEST(SpeculationGuard, DraftsUntilDraftingHasBeenMeasured) {
+  SpeculationGuard guard;
+  EXPECT_EQ(allowed(guard, 8, 100), 100);
+  guard.record(8, /*drafted=*/false, 8, 0.01);  // plain alone says nothing against drafting
+  EXPECT_EQ(allowed(guard, 8, 100), 100);
+}
+
+TEST(SpeculationGuard, MeasuresPlainStepsOnceInKExploreWhileDraftingWins) {
+  SpeculationGuard guard;
+  guard.record(4, /*drafted=*/true, 10, 0.01);  // 1000 tokens/s, plain unmeasured
+  EXPECT_EQ(allowed(guard, 4, 4 * kExplore), 4 * kExplore - 4);
+  guard.record(4, /*drafted=*/false, 4, 0.01);  // 400 tokens/s: drafting wins
+  EXPECT_EQ(allowed(guard, 4, 4 * kExplore), 4 * kExplore - 4);
+}
+
+TEST(SpeculationGuard, StopsDraftingWhereItWasMeasuredSlowerExceptToExplore) {
+  SpeculationGuard guard;
+  guard.record(32, /*drafted=*/true, 40, 0.04);   // 1000 tokens/s
+  guard.record(32, /*drafted=*/false, 32, 0.02);  // 1600 tokens/s
+  EXPECT_EQ(allowed(guard, 32, 4 * kExplore), 4);
+  // Other batch sizes keep their own verdicts.
+  EXPECT_EQ(allowed(guard, 1, 10), 10);
+  // Batches in the same power-of-two bucket share one.
+  EXPECT_EQ(allowed(guard, 63, kExplore), 1);
+}
+
+TEST(SpeculationGuard, RecoversWhenDraftingBecomesFasterAgain) {
+  SpeculationGuard guard;
+  guard.record(2, true, 10, 0.02);   // 500
+  guard.record(2, false, 2, 0.002);  // 1000: drafting loses
+  EXPECT_LT(guard.drafting_rate(2), guard.plain_rate(2));
+  for (int i = 0; i < 20; ++i) guard.record(2, true, 30, 0.01);  // 3000: the smoothed rate follows
+  EXPECT_GT(guard.drafting_rate(2), guard.plain_rate(2));
+  EXPECT_EQ(allowed(guard, 2, 2 * kExplore), 2 * kExplore - 2);
+}
+
+TEST(SpeculationGuard, IgnoresEmptyOrUntimedSteps) {
+  SpeculationGuard guard;
+  guard.record(8, true, 0, 0.01);
+  guard.record(8, true, 5, 0.0);
+  EXPECT_EQ(guard.drafting_rate(8), 0.0);
+  EXPECT_EQ(allowed(guard, 8, 20), 20);
+}
+
+}  // namespace
+}  // namespace tandem

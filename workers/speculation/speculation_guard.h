@@ -1,0 +1,48 @@
+// SpeculationGuard: checks the γ cost model against what steps achieve.
+//
+// The cost model (gamma_policy.h) predicts; this measures. For each batch
+// size (in power-of-two buckets) it keeps the smoothed tokens per second of
+// decode steps that drafted and of steps that did not. Once drafting has
+// been measured slower than not drafting at this batch size, automatic
+// sessions stop drafting (their probes included) except on one step in
+// kExplore, which keeps the measurement honest; and while drafting wins,
+// one step in kExplore runs without drafts, to keep the other side honest.
+// What this catches that the model misses: per-step overheads, the draft
+// cache's catch-up after plain steps, and model error near break-even,
+// where the promise "speculation never makes the server slower" is decided.
+// Not thread-safe: owned by the engine thread.
+#pragma once
+
+#include <array>
+#include <cstddef>
+
+namespace tandem {
+
+class SpeculationGuard {
+ public:
+  static constexpr int kExplore = 16;
+
+  // Before a step at batch size B: may automatic sessions draft?
+  bool allow_drafting(int batch);
+  // After a decode step (no prefill in it): tokens emitted in `seconds`,
+  // and whether any session drafted.
+  void record(int batch, bool drafted, int tokens, double seconds);
+
+  // Smoothed tokens per second at this batch size (0 until measured).
+  double drafting_rate(int batch) const { return bucket(batch).rate[1]; }
+  double plain_rate(int batch) const { return bucket(batch).rate[0]; }
+
+ private:
+  struct Bucket {
+    std::array<double, 2> rate{};  // [0] plain steps, [1] drafting steps
+    std::array<int, 2> steps{};
+    int decisions = 0;
+  };
+  static int index(int batch);
+  Bucket& bucket(int batch) { return buckets_[static_cast<size_t>(index(batch))]; }
+  const Bucket& bucket(int batch) const { return buckets_[static_cast<size_t>(index(batch))]; }
+
+  std::array<Bucket, 16> buckets_{};
+};
+
+}  // namespace tandem
