@@ -20,7 +20,7 @@ namespace tandem {
 
 class SpeculationGuard {
  public:
-  static constexpr int kExplore = 16;
+  static constexpr int kExplore = 64;
 
   // Before a step at batch size B: may automatic sessions draft?
   bool allow_drafting(int batch);

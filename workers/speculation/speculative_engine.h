@@ -178,9 +178,10 @@ class SpeculativeEngine {
   const StepReport& last_step() const { return last_step_; }
   const EngineLimits& limits() const { return limits_; }
   const TargetCostModel& cost_model() const { return cost_model_; }
-  // The drafter's cost ratio c, measured live: (its seconds per draft pass)
-  // / T(B), B the batch size and T from the cost model (before calibration,
-  // the step's own target pass). Unknown names throw Error(invalid_argument).
+  // The drafter's cost ratio c at the last step's batch: D(B_d) / T(B), one
+  // draft pass over the B_d sessions using it (from its own bucketed cost
+  // model of measured passes) over T(B) from the target's cost model; 0
+  // until it has drafted. Unknown names throw Error(invalid_argument).
   double cost_ratio(const std::string& drafter) const;
   std::vector<std::string> drafter_names() const;
 
