@@ -99,7 +99,7 @@ TEST(Lifecycle, TinyKvCachePreemptsAndStillProducesTheSameOutputs) {
 
 TEST(Lifecycle, ShutdownRefusesNewWorkAndEndsOpenStreamsCleanly) {
   TinyDeployment deployment;
-  deployment.server = "  shutdown_grace_seconds: 0.2\n";
+  deployment.server = "  shutdown_grace_seconds: 0.05\n";
   auto server = std::make_unique<TestServer>(deployment);
   HttpClient idle(server->port());
   ASSERT_EQ(idle.send("GET", "/health").status, 200);  // a keep-alive connection
@@ -112,7 +112,7 @@ TEST(Lifecycle, ShutdownRefusesNewWorkAndEndsOpenStreamsCleanly) {
   streaming.read_until("data: ");
 
   std::thread stopper([&] { server->app().shutdown(); });
-  std::this_thread::sleep_for(50ms);  // inside the grace period: draining
+  std::this_thread::sleep_for(20ms);  // inside the grace period: draining
   const auto refused = idle.post_json("/v1/completions", R"({"prompt": "hi"})");
   EXPECT_EQ(refused.status, 503);
   const std::string rest = streaming.read_until("data: [DONE]");
