@@ -18,5 +18,6 @@ int bench_speculative(const Words& args);  // bench_speculative.cpp (a suite of 
 int bench_steps(const Words& args);        // bench_steps.cpp (a suite of bench)
 int bench_batching(const Words& args);     // bench_batching.cpp (a suite of bench)
 int serve_command(const Words& args);     // serve_command.cpp
+int loadtest_command(const Words& args);  // loadtest_command.cpp
 
 }  // namespace tandem::cli

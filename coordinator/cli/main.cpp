@@ -27,6 +27,9 @@ commands:
                                      speculation off / fixed gamma / auto at batch 1..32
   generate  ... --draft DIR | --ngram [--gamma N|auto] [--lenience L]
                                      speculative decoding (same output as the target alone)
+  loadtest  --url URL --concurrency 1,4,16 | --rate 2,4
+                                     throughput and latency of an OpenAI completions endpoint
+                                     (vLLM bench serve's metrics; --json, --plots DIR)
   help                               this text
 )";
 
@@ -39,6 +42,7 @@ int main(int argc, char** argv) {
       {"generate", generate_command},
       {"tokenize", tokenize_command},
       {"bench", bench_command},
+      {"loadtest", loadtest_command},
   };
   if (argc < 2 || std::string(argv[1]) == "help" || std::string(argv[1]) == "--help") {
     std::fputs(kUsage, argc < 2 ? stderr : stdout);

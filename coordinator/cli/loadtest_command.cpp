@@ -1,0 +1,291 @@
+// `tandem loadtest`: throughput and latency of an OpenAI-compatible
+// completions endpoint (ours or a peer's), with vLLM `bench serve`'s terms.
+//
+//   tandem loadtest --url http://127.0.0.1:8080/v1/completions
+//       (--concurrency 1,4,16 | --rate 2,4,8 [--burstiness 1] [--max-concurrency N])
+//       [--requests N | --duration SECONDS]
+//       [--prompts FILE.jsonl | --input-words N --output-tokens N [--range N] [--corpus FILE]]
+//       [--body JSON] [--variants '{"spec on": {}, "spec off": {"speculation": false}}']
+//       [--slo-ttft-ms X] [--slo-tpot-ms Y] [--slo-e2e-ms Z] [--seed N]
+//       [--json FILE] [--plots DIR] [--model NAME] [--api-key KEY] [--no-metrics]
+//
+// Every sweep point runs each variant in turn (side by side, same prompts),
+// prints vLLM's result block, and, when the server exposes Tandem's
+// /metrics, the speculation figures of that run. --json writes every figure
+// and the configuration; --plots writes SVG charts.
+#include <boost/asio/connect.hpp>
+#include <boost/asio/ip/tcp.hpp>
+#include <boost/beast/core.hpp>
+#include <boost/beast/http.hpp>
+#include <cmath>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <iostream>
+#include <nlohmann/json.hpp>
+
+#include "common/error.h"
+#include "coordinator/cli/args.h"
+#include "coordinator/cli/commands.h"
+#include "tools/loadtest/completion_client.h"
+#include "tools/loadtest/load_runner.h"
+#include "tools/loadtest/report.h"
+#include "tools/loadtest/server_metrics_scrape.h"
+#include "tools/loadtest/statistics.h"
+#include "tools/loadtest/svg_plot.h"
+#include "tools/loadtest/workload.h"
+
+namespace tandem::cli {
+namespace {
+
+using nlohmann::json;
+using namespace tandem::loadtest;
+
+// GET http://host:port/metrics; empty when the server has none.
+std::string fetch_metrics(const Endpoint& endpoint) {
+  namespace asio = boost::asio;
+  namespace http = boost::beast::http;
+  try {
+    asio::io_context context;
+    asio::ip::tcp::socket socket(context);
+    asio::ip::tcp::resolver resolver(context);
+    asio::connect(socket, resolver.resolve(endpoint.host, std::to_string(endpoint.port)));
+    http::request<http::empty_body> request(http::verb::get, "/metrics", 11);
+    request.set(http::field::host, endpoint.host);
+    http::write(socket, request);
+    boost::beast::flat_buffer buffer;
+    http::response<http::string_body> response;
+    http::read(socket, buffer, response);
+    return response.result_int() == 200 ? response.body() : std::string();
+  } catch (const std::exception&) {
+    return {};
+  }
+}
+
+struct SweepPoint {
+  std::string label;  // "concurrency 4" or "rate 2/s"
+  double load = 0;    // the x of throughput plots
+  LoadShape shape;
+};
+
+std::vector<SweepPoint> sweep(const Args& args) {
+  require(args.has("concurrency") != args.has("rate"), ErrorKind::invalid_argument,
+          "give exactly one of --concurrency N[,N...] (closed loop) or --rate R[,R...] "
+          "(open loop, requests per second)");
+  LoadShape base;
+  base.max_requests = static_cast<size_t>(args.get_int("requests", args.has("duration") ? 0 : 64));
+  base.max_seconds = args.get_double("duration", 0);
+  require(base.max_requests > 0 || base.max_seconds > 0, ErrorKind::invalid_argument,
+          "--requests and --duration must bound the run (give a positive one)");
+  base.seed = static_cast<uint64_t>(args.get_int("seed", 0));
+  std::vector<SweepPoint> points;
+  if (args.has("concurrency")) {
+    for (double c : args.get_numbers("concurrency", "1")) {
+      require(c >= 1, ErrorKind::invalid_argument, "--concurrency values must be >= 1");
+      LoadShape shape = base;
+      shape.kind = LoadShape::closed_loop;
+      shape.concurrency = static_cast<int>(c);
+      points.push_back({"concurrency " + std::to_string(shape.concurrency), c, shape});
+    }
+  } else {
+    for (double r : args.get_numbers("rate", "1")) {
+      require(r > 0, ErrorKind::invalid_argument, "--rate values must be > 0");
+      LoadShape shape = base;
+      shape.kind = LoadShape::open_loop;
+      shape.request_rate = r;
+      shape.burstiness = args.get_double("burstiness", 1.0);
+      shape.concurrency = static_cast<int>(args.get_int("max-concurrency", 0));
+      require(shape.burstiness > 0, ErrorKind::invalid_argument, "--burstiness must be > 0");
+      char label[64];
+      std::snprintf(label, sizeof label, "rate %g/s", r);
+      points.push_back({label, r, shape});
+    }
+  }
+  return points;
+}
+
+std::vector<WorkItem> workload(const Args& args, size_t count) {
+  if (args.has("prompts")) return read_jsonl(args.get("prompts"));
+  const std::vector<std::string> corpus = read_corpus(args.get("corpus", "tools/loadtest/heldout.jsonl"));
+  const int range = static_cast<int>(args.get_int("range", 0));
+  return synthetic_workload(corpus, std::max<size_t>(count, 1),
+                            {static_cast<int>(args.get_int("input-words", 32)), range},
+                            {static_cast<int>(args.get_int("output-tokens", 64)), range},
+                            static_cast<uint64_t>(args.get_int("seed", 0)));
+}
+
+// name -> body overrides, in the order given.
+std::vector<std::pair<std::string, json>> variants(const Args& args) {
+  json base = json::object();
+  if (args.has("body")) {
+    try {
+      base = json::parse(args.get("body"));
+    } catch (const json::exception& error) {
+      throw Error(ErrorKind::invalid_argument, std::string("--body is not JSON: ") + error.what());
+    }
+    require(base.is_object(), ErrorKind::invalid_argument, "--body must be a JSON object");
+  }
+  if (!args.has("variants")) return {{"run", base}};
+  json given;
+  try {
+    given = json::parse(args.get("variants"));
+  } catch (const json::exception& error) {
+    throw Error(ErrorKind::invalid_argument, std::string("--variants is not JSON: ") + error.what());
+  }
+  require(given.is_object() && !given.empty(), ErrorKind::invalid_argument,
+          "--variants must be a JSON object of name -> body overrides");
+  std::vector<std::pair<std::string, json>> out;
+  for (const auto& [name, overrides] : given.items()) {
+    require(overrides.is_object(), ErrorKind::invalid_argument,
+            "--variants: \"" + name + "\" must map to a JSON object");
+    json merged = base;
+    merged.update(overrides);
+    out.emplace_back(name, merged);
+  }
+  return out;
+}
+
+Slo slo(const Args& args) {
+  Slo s;
+  if (args.has("slo-ttft-ms")) s.ttft_seconds = args.get_double("slo-ttft-ms", 0) / 1e3;
+  if (args.has("slo-tpot-ms")) s.tpot_seconds = args.get_double("slo-tpot-ms", 0) / 1e3;
+  if (args.has("slo-e2e-ms")) s.e2e_seconds = args.get_double("slo-e2e-ms", 0) / 1e3;
+  return s;
+}
+
+std::vector<double> in_ms(const RequestRecord* begin, const RequestRecord* end, bool ttft) {
+  std::vector<double> out;
+  for (const RequestRecord* r = begin; r != end; ++r)
+    if (r->ok) out.push_back(1e3 * (ttft ? r->ttft : r->latency));
+  return out;
+}
+
+void write_file(const std::filesystem::path& path, const std::string& text) {
+  std::ofstream out(path);
+  require(out.good(), ErrorKind::not_found, "cannot write " + path.string());
+  out << text;
+}
+
+}  // namespace
+
+int loadtest_command(const Words& words) {
+  const Args args(words,
+                  {"url", "model", "api-key", "concurrency", "rate", "burstiness", "max-concurrency",
+                   "requests", "duration", "prompts", "corpus", "input-words", "output-tokens",
+                   "range", "body", "variants", "slo-ttft-ms", "slo-tpot-ms", "slo-e2e-ms", "seed",
+                   "json", "plots", "timeout"},
+                  {"no-metrics", "quiet"});
+  Endpoint endpoint = parse_url(args.get("url", "http://127.0.0.1:8080/v1/completions"));
+  endpoint.api_key = args.get("api-key");
+  const std::vector<SweepPoint> points = sweep(args);
+  const auto runs_variants = variants(args);
+  const Slo objectives = slo(args);
+  const size_t per_run = points.front().shape.max_requests;
+  const std::vector<WorkItem> items = workload(args, per_run > 0 ? per_run : 256);
+  require(!items.empty(), ErrorKind::invalid_argument, "the workload has no prompts");
+  const bool scrape = !args.has("no-metrics");
+  const bool quiet = args.has("quiet");
+
+  json report;
+  report["config"] = {{"url", args.get("url", "http://127.0.0.1:8080/v1/completions")},
+                      {"model", args.get("model")},
+                      {"prompts", args.has("prompts") ? args.get("prompts") : "synthetic"},
+                      {"requests_per_run", per_run},
+                      {"duration_per_run", points.front().shape.max_seconds},
+                      {"seed", args.get_int("seed", 0)}};
+  report["runs"] = json::array();
+
+  // Per variant: (load, output throughput, p99 TTFT, p99 TPOT) for the sweep plots.
+  std::map<std::string, std::array<Series, 3>> sweep_series;
+  std::vector<Series> ttft_cdfs, e2e_cdfs;
+  for (const SweepPoint& point : points) {
+    for (const auto& [variant, overrides] : runs_variants) {
+      std::vector<std::string> bodies;
+      for (const WorkItem& item : items) bodies.push_back(request_body(item, args.get("model"), overrides));
+      const auto before = scrape ? parse_prometheus(fetch_metrics(endpoint)) : std::map<std::string, double>{};
+      double duration = 0;
+      const std::string title = variant + ", " + point.label;
+      std::vector<RequestRecord> records = run_load(
+          endpoint, bodies, point.shape,
+          [&](size_t done, size_t total) {
+            if (!quiet) std::fprintf(stderr, "\r%s  %s", progress_bar(done, total, 40).c_str(), title.c_str());
+          },
+          duration);
+      if (!quiet) std::fprintf(stderr, "\n");
+      const RunSummary summary = summarize(records, duration, objectives);
+      std::printf("%s", summary_table(summary, title).c_str());
+      json run = {{"variant", variant}, {"load", point.label}, {"x", point.load},
+                  {"overrides", overrides}, {"summary", summary_json(summary)}};
+      if (scrape) {
+        const SpeculationDelta delta =
+            speculation_delta(before, parse_prometheus(fetch_metrics(endpoint)));
+        if (delta.target_steps > 0) {
+          std::printf("Speculation (server /metrics): acceptance rate %.3f, accepted per draft %.2f, "
+                      "tokens per target step %.2f\n",
+                      delta.acceptance_rate(), delta.accepted_per_draft(),
+                      delta.tokens_per_target_step());
+          run["speculation"] = {{"acceptance_rate", delta.acceptance_rate()},
+                                {"accepted_per_draft", delta.accepted_per_draft()},
+                                {"tokens_per_target_step", delta.tokens_per_target_step()},
+                                {"drafts", delta.drafts},
+                                {"draft_tokens", delta.draft_tokens},
+                                {"accepted_tokens", delta.accepted_tokens},
+                                {"target_steps", delta.target_steps},
+                                {"generation_tokens", delta.generation_tokens}};
+        }
+      }
+      std::printf("\n");
+      std::fflush(stdout);
+      report["runs"].push_back(run);
+
+      auto& series = sweep_series[variant];
+      for (Series& s : series) s.name = variant;
+      series[0].x.push_back(point.load);
+      series[0].y.push_back(summary.output_throughput);
+      series[1].x.push_back(point.load);
+      series[1].y.push_back(1e3 * summary.ttft.p99);
+      series[2].x.push_back(point.load);
+      series[2].y.push_back(1e3 * summary.tpot.p99);
+      const RequestRecord* first = records.data();
+      ttft_cdfs.push_back(cdf_series(title, in_ms(first, first + records.size(), true)));
+      e2e_cdfs.push_back(cdf_series(title, in_ms(first, first + records.size(), false)));
+    }
+  }
+
+  if (args.has("json")) {
+    write_file(args.get("json"), report.dump(2) + "\n");
+    std::printf("wrote %s\n", args.get("json").c_str());
+  }
+  if (args.has("plots")) {
+    const std::filesystem::path dir = args.get("plots");
+    std::filesystem::create_directories(dir);
+    const std::string load_label = args.has("concurrency") ? "concurrency (requests in flight)"
+                                                           : "offered rate (requests/s)";
+    const char* names[3] = {"output throughput (tokens/s)", "p99 TTFT (ms)", "p99 TPOT (ms)"};
+    const char* files[3] = {"throughput.svg", "p99_ttft.svg", "p99_tpot.svg"};
+    for (int i = 0; i < 3; ++i) {
+      Chart chart;
+      chart.title = std::string(names[i]) + " against load";
+      chart.x_label = load_label;
+      chart.y_label = names[i];
+      chart.log_x = points.size() > 2;
+      for (auto& [variant, series] : sweep_series) chart.series.push_back(series[static_cast<size_t>(i)]);
+      write_file(dir / files[i], render_svg(chart));
+    }
+    auto cdf_chart = [](std::string title, std::string x_label, std::vector<Series> series) {
+      Chart chart;
+      chart.title = std::move(title);
+      chart.x_label = std::move(x_label);
+      chart.y_label = "fraction of requests";
+      chart.series = std::move(series);
+      return chart;
+    };
+    write_file(dir / "ttft_cdf.svg", render_svg(cdf_chart("TTFT distribution", "TTFT (ms)", ttft_cdfs)));
+    write_file(dir / "e2e_cdf.svg",
+               render_svg(cdf_chart("End-to-end latency distribution", "latency (ms)", e2e_cdfs)));
+    std::printf("wrote plots to %s\n", dir.c_str());
+  }
+  return 0;
+}
+
+}  // namespace tandem::cli

@@ -1,0 +1,57 @@
+#!/bin/bash
+# `tandem loadtest` against `tandem serve` on the embedded default deployment:
+# a short bounded closed-loop run must finish with zero errors, account for
+# every request, report TTFT <= end-to-end latency, count exactly the output
+# tokens the server says it generated, and write JSON and well-formed SVG.
+# usage: run_loadtest.sh TANDEM_BINARY SOURCE_DIR WORK_DIR
+set -euo pipefail
+tandem=$1 source=$2 work=$3
+mkdir -p "$work"
+log="$work/server.log"
+cd "$source"
+"$tandem" serve --config configs/local.yaml --port 0 2>"$log" &
+pid=$!
+trap 'kill -9 $pid 2>/dev/null || true' EXIT
+port=""
+for _ in $(seq 1 600); do
+  if grep -q "tandem: ready" "$log"; then
+    port=$(sed -n 's|.*listening on http://127.0.0.1:\([0-9]*\).*|\1|p' "$log")
+    break
+  fi
+  kill -0 $pid 2>/dev/null || { cat "$log"; exit 1; }
+  sleep 0.1
+done
+[ -n "$port" ] || { echo "server did not become ready"; cat "$log"; exit 1; }
+
+"$tandem" loadtest --url "http://127.0.0.1:$port/v1/completions" --concurrency 1,3 --requests 9 \
+  --input-words 12 --output-tokens 16 --seed 5 --body '{"ignore_eos": true, "temperature": 0.8}' \
+  --variants '{"spec on": {}, "spec off": {"speculation": false}}' --slo-ttft-ms 10000 \
+  --json "$work/loadtest.json" --plots "$work/plots" --quiet
+
+/usr/bin/python3 - "$work" <<'PY'
+import json, sys, xml.dom.minidom, pathlib
+work = pathlib.Path(sys.argv[1])
+report = json.load(open(work / "loadtest.json"))
+runs = report["runs"]
+assert len(runs) == 4, len(runs)  # 2 loads x 2 variants
+for run in runs:
+    s = run["summary"]
+    assert s["completed"] == 9 and s["failed"] == 0, s
+    assert s["total_output_tokens"] == 9 * 16, s
+    assert 0 < s["mean_ttft_ms"] <= s["mean_e2el_ms"], s
+    assert s["p99_ttft_ms"] <= s["p99_e2el_ms"] + 1e-9, s
+    assert s["goodput"] > 0, s
+    spec = run["speculation"]
+    assert spec["generation_tokens"] == s["total_output_tokens"], (spec, s)
+    if run["variant"] == "spec off":
+        assert spec["draft_tokens"] == 0, spec
+    else:
+        assert spec["draft_tokens"] > 0, spec
+for name in ["throughput.svg", "p99_ttft.svg", "p99_tpot.svg", "ttft_cdf.svg", "e2e_cdf.svg"]:
+    xml.dom.minidom.parse(str(work / "plots" / name))
+print("loadtest: all checks passed")
+PY
+
+kill -TERM $pid
+wait $pid
+trap - EXIT

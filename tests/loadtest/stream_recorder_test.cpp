@@ -1,0 +1,115 @@
+// StreamRecorder on made-up event streams and made-up clocks: TTFT and ITL
+// as vLLM's `bench serve` defines them, events split anywhere, usage, and
+// error events.
+#include "tools/loadtest/stream_recorder.h"
+
+#include <gtest/gtest.h>
+
+#include <nlohmann/json.hpp>
+
+namespace tandem::loadtest {
+namespace {
+
+std::string text_event(const std::string& text) {
+  nlohmann::json chunk = {{"object", "text_completion"},
+                          {"choices", {{{"text", text}, {"index", 0}, {"finish_reason", nullptr}}}}};
+  return "data: " + chunk.dump() + "\n\n";
+}
+
+std::string usage_event(int prompt, int completion) {
+  nlohmann::json chunk = {{"choices", nlohmann::json::array()},
+                          {"usage", {{"prompt_tokens", prompt}, {"completion_tokens", completion}}}};
+  return "data: " + chunk.dump() + "\n\n";
+}
+
+TEST(StreamRecorder, TimesTextEventsAndSkipsEmptyOnes) {
+  StreamRecorder recorder;
+  const std::vector<std::string> pieces = {"Once", "", " upon", " a", "", " time"};
+  const std::vector<double> arrived = {0.10, 0.12, 0.15, 0.21, 0.25, 0.30};
+  for (size_t i = 0; i < pieces.size(); ++i) recorder.feed(text_event(pieces[i]), arrived[i]);
+  recorder.feed("data: [DONE]\n\n", 0.4);
+  RequestRecord record;
+  recorder.fill(record, 0.5);
+
+  EXPECT_EQ(record.text, "Once upon a time");
+  EXPECT_EQ(recorder.text_events(), 4);
+  EXPECT_DOUBLE_EQ(record.ttft, 0.10);
+  ASSERT_EQ(record.itl.size(), 3u);  // text events - 1
+  EXPECT_NEAR(record.itl[0], 0.05, 1e-12);
+  EXPECT_NEAR(record.itl[1], 0.06, 1e-12);
+  EXPECT_NEAR(record.itl[2], 0.09, 1e-12);
+  EXPECT_DOUBLE_EQ(record.latency, 0.4);  // at [DONE], not at the end of the body
+  EXPECT_EQ(record.output_tokens, 4);     // no usage chunk: one token per text event
+  EXPECT_FALSE(recorder.failed());
+}
+
+TEST(StreamRecorder, EventsSplitAcrossReadsAndCrlfLineEnds) {
+  std::string stream = text_event("alpha") + text_event("beta") + usage_event(7, 11) + "data: [DONE]\n\n";
+  std::string crlf;
+  for (char c : stream) crlf += c == '\n' ? std::string("\r\n") : std::string(1, c);
+  StreamRecorder recorder;
+  // Three bytes at a time, each read a millisecond later.
+  for (size_t at = 0; at < crlf.size(); at += 3)
+    recorder.feed(std::string_view(crlf).substr(at, 3), 0.001 * static_cast<double>(at / 3));
+  RequestRecord record;
+  recorder.fill(record, 9);
+  EXPECT_EQ(record.text, "alphabeta");
+  EXPECT_EQ(record.prompt_tokens, 7);
+  EXPECT_EQ(record.output_tokens, 11);  // usage wins over the count of events
+  EXPECT_TRUE(recorder.saw_done());
+  // Each event counts in the read that brings its closing blank line.
+  const size_t first_end = crlf.find("\r\n\r\n") + 3;
+  const size_t second_end = crlf.find("\r\n\r\n", first_end) + 3;
+  EXPECT_DOUBLE_EQ(record.ttft, 0.001 * static_cast<double>(first_end / 3));
+  ASSERT_EQ(record.itl.size(), 1u);
+  EXPECT_NEAR(record.itl[0], 0.001 * static_cast<double>(second_end / 3 - first_end / 3), 1e-12);
+  EXPECT_LT(record.latency, 9);
+}
+
+TEST(StreamRecorder, ErrorEventFailsTheStream) {
+  StreamRecorder recorder;
+  recorder.feed(text_event("some"), 0.1);
+  recorder.feed("data: {\"error\": {\"message\": \"the server is shutting down\", \"type\": \"x\"}}\n\n", 0.2);
+  recorder.feed("data: [DONE]\n\n", 0.3);
+  EXPECT_TRUE(recorder.failed());
+  EXPECT_EQ(recorder.error(), "the server is shutting down");
+  RequestRecord record;
+  recorder.fill(record, 1);
+  EXPECT_EQ(record.text, "some");
+}
+
+TEST(StreamRecorder, EventWithoutClosingBlankLineCountsAtEndOfBody) {
+  StreamRecorder recorder;
+  recorder.feed(text_event("a"), 0.1);
+  recorder.feed(": keep-alive comment\n\n", 0.15);
+  recorder.feed("data: {\"choices\": [{\"text\": \"b\"}]}", 0.2);
+  RequestRecord before;
+  recorder.fill(before, 0.2);
+  EXPECT_EQ(before.text, "a");
+  recorder.end_of_body(0.25);
+  RequestRecord after;
+  recorder.fill(after, 0.25);
+  EXPECT_EQ(after.text, "ab");
+  EXPECT_DOUBLE_EQ(after.latency, 0.25);  // no [DONE]: the end of the body
+  EXPECT_EQ(after.output_tokens, 2);
+}
+
+TEST(StreamRecorder, NonJsonEventIsAnError) {
+  StreamRecorder recorder;
+  recorder.feed("data: {truncated\n\n", 0.1);
+  EXPECT_TRUE(recorder.failed());
+  EXPECT_NE(recorder.error().find("not JSON"), std::string::npos);
+}
+
+TEST(ErrorMessageIn, OpenAiAndVllmShapes) {
+  using nlohmann::json;
+  EXPECT_EQ(error_message_in(json{{"error", {{"message", "bad max_tokens"}, {"code", 400}}}}),
+            "bad max_tokens");
+  EXPECT_EQ(error_message_in(json{{"object", "error"}, {"message", "flat"}}), "flat");
+  // A chunk that merely has a "message" field is not an error.
+  EXPECT_EQ(error_message_in(json{{"message", "hello"}, {"choices", json::array()}}), "");
+  EXPECT_EQ(error_message_in(json("text")), "");
+}
+
+}  // namespace
+}  // namespace tandem::loadtest

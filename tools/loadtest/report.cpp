@@ -1,0 +1,126 @@
+// The terminal table, JSON record and progress bar of a run: see report.h.
+#include "tools/loadtest/report.h"
+
+#include <algorithm>
+#include <cstdio>
+#include <string_view>
+
+#include "common/error.h"
+
+namespace tandem::loadtest {
+namespace {
+
+constexpr int kTableWidth = 50;  // vLLM's block width, so the two line up
+constexpr int kLabelWidth = 40;
+
+// "====== title ======" or "------ title ------", kTableWidth wide.
+std::string banner(std::string_view title, char fill) {
+  std::string text = title.empty() ? std::string() : " " + std::string(title) + " ";
+  if (static_cast<int>(text.size()) >= kTableWidth) return text + "\n";
+  const size_t pad = kTableWidth - text.size();
+  return std::string(pad / 2, fill) + text + std::string(pad - pad / 2, fill) + "\n";
+}
+
+std::string row(std::string_view label, const std::string& value) {
+  std::string line(label);
+  line.resize(std::max<size_t>(kLabelWidth, line.size() + 1), ' ');
+  return line + value + "\n";
+}
+
+std::string fixed(double value, int decimals) {
+  char text[64];
+  std::snprintf(text, sizeof text, "%.*f", decimals, value);
+  return text;
+}
+
+std::string count(long long value) { return std::to_string(value); }
+
+// The mean/median/P90/P99 rows of one latency metric, in milliseconds.
+std::string latency_rows(const Distribution& d, std::string_view heading,
+                         std::string_view metric) {
+  const std::string m(metric);
+  std::string out = banner(heading, '-');
+  out += row("Mean " + m + " (ms):", fixed(d.mean * 1e3, 2));
+  out += row("Median " + m + " (ms):", fixed(d.median * 1e3, 2));
+  out += row("P90 " + m + " (ms):", fixed(d.p90 * 1e3, 2));
+  out += row("P99 " + m + " (ms):", fixed(d.p99 * 1e3, 2));
+  return out;
+}
+
+void add_distribution_ms(nlohmann::json& out, const Distribution& d, const std::string& metric) {
+  out["mean_" + metric + "_ms"] = d.mean * 1e3;
+  out["median_" + metric + "_ms"] = d.median * 1e3;
+  out["p90_" + metric + "_ms"] = d.p90 * 1e3;
+  out["p99_" + metric + "_ms"] = d.p99 * 1e3;
+  out["min_" + metric + "_ms"] = d.min * 1e3;
+  out["max_" + metric + "_ms"] = d.max * 1e3;
+  out[metric + "_count"] = d.count;
+}
+
+std::string status_label(int status) {
+  return status == 0 ? std::string("No response:") : "HTTP " + std::to_string(status) + ":";
+}
+
+}  // namespace
+
+std::string summary_table(const RunSummary& s, const std::string& title) {
+  std::string out = banner(title, '=');
+  out += row("Successful requests:", count(static_cast<long long>(s.completed)));
+  out += row("Failed requests:", count(static_cast<long long>(s.failed)));
+  out += row("Benchmark duration (s):", fixed(s.duration_seconds, 2));
+  out += row("Total input tokens:", count(s.prompt_tokens));
+  out += row("Total generated tokens:", count(s.output_tokens));
+  out += row("Request throughput (req/s):", fixed(s.request_throughput, 2));
+  if (s.goodput) out += row("Request goodput (req/s):", fixed(*s.goodput, 2));
+  out += row("Output token throughput (tok/s):", fixed(s.output_throughput, 2));
+  out += row("Total token throughput (tok/s):", fixed(s.total_token_throughput, 2));
+  out += latency_rows(s.ttft, "Time to First Token", "TTFT");
+  out += latency_rows(s.tpot, "Time per Output Token (excl. 1st token)", "TPOT");
+  out += latency_rows(s.itl, "Inter-token Latency", "ITL");
+  out += latency_rows(s.e2e, "End-to-end Latency", "E2EL");
+  if (!s.errors_by_status.empty()) {
+    out += banner("Errors by status", '-');
+    for (const auto& [status, failures] : s.errors_by_status)
+      out += row(status_label(status), count(static_cast<long long>(failures)));
+  }
+  out += std::string(kTableWidth, '=') + "\n";
+  return out;
+}
+
+nlohmann::json summary_json(const RunSummary& s) {
+  nlohmann::json out;
+  out["duration"] = s.duration_seconds;
+  out["requests"] = s.requests;
+  out["completed"] = s.completed;
+  out["failed"] = s.failed;
+  out["total_input_tokens"] = s.prompt_tokens;
+  out["total_output_tokens"] = s.output_tokens;
+  out["request_throughput"] = s.request_throughput;
+  out["output_throughput"] = s.output_throughput;
+  out["total_token_throughput"] = s.total_token_throughput;
+  out["goodput"] = s.goodput ? nlohmann::json(*s.goodput) : nlohmann::json(nullptr);
+  add_distribution_ms(out, s.ttft, "ttft");
+  add_distribution_ms(out, s.tpot, "tpot");
+  add_distribution_ms(out, s.itl, "itl");
+  add_distribution_ms(out, s.e2e, "e2el");
+  nlohmann::json errors = nlohmann::json::object();
+  for (const auto& [status, failures] : s.errors_by_status)
+    errors[std::to_string(status)] = failures;
+  out["errors"] = errors;
+  return out;
+}
+
+std::string progress_bar(size_t done, size_t total, int width) {
+  require(width > 0, ErrorKind::invalid_argument,
+          [&] { return "progress bar width " + std::to_string(width) + " must be positive"; });
+  done = std::min(done, total);
+  const auto cells = static_cast<size_t>(width);
+  const size_t filled = total == 0 ? 0 : done * cells / total;
+  const std::string total_text = std::to_string(total);
+  std::string done_text = std::to_string(done);
+  done_text.insert(0, total_text.size() - done_text.size(), ' ');
+  return "[" + std::string(filled, '#') + std::string(cells - filled, '.') + "] " + done_text +
+         "/" + total_text;
+}
+
+}  // namespace tandem::loadtest

@@ -1,0 +1,30 @@
+// Reports of a load-test run: the terminal table (laid out like vLLM's
+// "Serving Benchmark Result" block), the JSON record with every figure, and
+// the progress bar shown while requests complete.
+#pragma once
+
+#include <cstddef>
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+#include "tools/loadtest/statistics.h"
+
+namespace tandem::loadtest {
+
+// A fixed-width table, latencies in milliseconds, ending with a newline.
+// title heads it, e.g. "Serving Benchmark Result".
+std::string summary_table(const RunSummary& summary, const std::string& title);
+
+// Every figure of the summary. Counts and throughputs keep vLLM's key names
+// (completed, request_throughput, output_throughput, ...); latencies are in
+// milliseconds as <stat>_<metric>_ms with metric ttft, tpot, itl or e2el
+// (mean_ttft_ms, p99_e2el_ms, ...); goodput is null without an SLO; errors
+// maps each HTTP status (as a string, "0" = no response) to its failures.
+nlohmann::json summary_json(const RunSummary& summary);
+
+// "[#####.......]  42/100": width cells, filled in proportion to done/total
+// (done is capped at total), then the count right-aligned to total's digits.
+std::string progress_bar(size_t done, size_t total, int width);
+
+}  // namespace tandem::loadtest

@@ -1,0 +1,46 @@
+// What a load test reads from the server's own GET /metrics page: a parser
+// for the Prometheus text exposition format, and the speculative-decoding
+// counters' change over a run (scraped before and after it), from which the
+// report gives acceptance and tokens per target step.
+//
+// Names are Tandem's (docs/serving.md, "Metrics"); a peer server without them
+// yields zeros, not an error.
+#pragma once
+
+#include <map>
+#include <string>
+#include <string_view>
+
+namespace tandem::loadtest {
+
+// Every sample of a text exposition, keyed by its series exactly as written:
+// the name plus labels, e.g. `tandem_kv_cache_blocks_used{model="target"}`
+// (histograms give one key per `_bucket{le=...}`, `_sum` and `_count`).
+// Comments (# HELP, # TYPE) and blank lines are skipped; timestamps are
+// ignored; +Inf, -Inf and NaN are read as such. A malformed line throws
+// tandem::Error (corrupt_data) naming its line number.
+std::map<std::string, double> parse_prometheus(std::string_view text);
+
+// Counter increases between two scrapes.
+struct SpeculationDelta {
+  double drafts = 0;             // tandem_spec_decode_num_drafts_total
+  double draft_tokens = 0;       // tandem_spec_decode_num_draft_tokens_total
+  double accepted_tokens = 0;    // tandem_spec_decode_num_accepted_tokens_total
+  double target_steps = 0;       // tandem_target_steps_total
+  double generation_tokens = 0;  // tandem_generation_tokens_total
+
+  // Each ratio is 0 when its denominator is: a run without drafts has no
+  // acceptance to report.
+  double acceptance_rate() const;         // accepted / draft tokens
+  double accepted_per_draft() const;      // accepted tokens / drafts
+  double tokens_per_target_step() const;  // generation tokens / target steps
+};
+
+// after - before for each counter; a counter missing from a scrape counts as
+// 0. A counter that went down means the server restarted between the scrapes
+// (counters reset to 0), so its increase is its value after, as Prometheus's
+// rate() takes it.
+SpeculationDelta speculation_delta(const std::map<std::string, double>& before,
+                                   const std::map<std::string, double>& after);
+
+}  // namespace tandem::loadtest
