@@ -126,9 +126,9 @@ std::vector<std::pair<std::string, json>> variants(const Args& args) {
     require(base.is_object(), ErrorKind::invalid_argument, "--body must be a JSON object");
   }
   if (!args.has("variants")) return {{"run", base}};
-  json given;
+  nlohmann::ordered_json given;  // variants run in the order given
   try {
-    given = json::parse(args.get("variants"));
+    given = nlohmann::ordered_json::parse(args.get("variants"));
   } catch (const json::exception& error) {
     throw Error(ErrorKind::invalid_argument, std::string("--variants is not JSON: ") + error.what());
   }
@@ -139,7 +139,7 @@ std::vector<std::pair<std::string, json>> variants(const Args& args) {
     require(overrides.is_object(), ErrorKind::invalid_argument,
             "--variants: \"" + name + "\" must map to a JSON object");
     json merged = base;
-    merged.update(overrides);
+    merged.update(json(overrides));
     out.emplace_back(name, merged);
   }
   return out;

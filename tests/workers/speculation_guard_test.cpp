@@ -1,6 +1,6 @@
 // SpeculationGuard: drafting stops where it has been measured slower than
-// plain decoding at that batch size, and each side is re-measured on exactly
-// one step in kExplore.
+// plain decoding at that batch size (after kMinSteps steps of each kind),
+// and each side is re-measured on exactly one step in kExplore.
 #include "workers/speculation/speculation_guard.h"
 
 #include <gtest/gtest.h>
@@ -9,6 +9,11 @@ namespace tandem {
 namespace {
 
 constexpr int kExplore = SpeculationGuard::kExplore;
+
+// kMinSteps identical steps of one kind.
+void record_steps(SpeculationGuard& guard, int batch, bool drafted, int tokens, double seconds) {
+  for (int i = 0; i < SpeculationGuard::kMinSteps; ++i) guard.record(batch, drafted, tokens, seconds);
+}
 
 // How many of `decisions` consecutive decisions at batch B allow drafting.
 int allowed(SpeculationGuard& guard, int batch, int decisions) {
@@ -26,27 +31,30 @@ TEST(SpeculationGuard, DraftsUntilDraftingHasBeenMeasured) {
 
 TEST(SpeculationGuard, MeasuresPlainStepsOnceInKExploreWhileDraftingWins) {
   SpeculationGuard guard;
-  guard.record(4, /*drafted=*/true, 10, 0.01);  // 1000 tokens/s, plain unmeasured
-  EXPECT_EQ(allowed(guard, 4, 4 * kExplore), 4 * kExplore - 4);
-  guard.record(4, /*drafted=*/false, 4, 0.01);  // 400 tokens/s: drafting wins
+  guard.record(4, /*drafted=*/true, 10, 0.01);  // one drafting step: not enough to judge
+  EXPECT_EQ(allowed(guard, 4, 64), 64);
+  record_steps(guard, 4, /*drafted=*/true, 10, 0.01);  // 1000 tokens/s, plain unmeasured
+  EXPECT_EQ(allowed(guard, 4, 64), 64 - 8);            // plain sampled one step in 8
+  record_steps(guard, 4, /*drafted=*/false, 4, 0.01);  // 400 tokens/s: drafting wins
   EXPECT_EQ(allowed(guard, 4, 4 * kExplore), 4 * kExplore - 4);
 }
 
 TEST(SpeculationGuard, StopsDraftingWhereItWasMeasuredSlowerExceptToExplore) {
   SpeculationGuard guard;
-  guard.record(32, /*drafted=*/true, 40, 0.04);   // 1000 tokens/s
-  guard.record(32, /*drafted=*/false, 32, 0.02);  // 1600 tokens/s
+  record_steps(guard, 32, /*drafted=*/true, 40, 0.04);   // 1000 tokens/s
+  record_steps(guard, 32, /*drafted=*/false, 32, 0.02);  // 1600 tokens/s
   EXPECT_EQ(allowed(guard, 32, 4 * kExplore), 4);
-  // Other batch sizes keep their own verdicts.
+  // Smaller batch sizes keep their own verdicts.
   EXPECT_EQ(allowed(guard, 1, 10), 10);
-  // Batches in the same power-of-two bucket share one.
-  EXPECT_EQ(allowed(guard, 63, kExplore), 1);
+  // Batch sizes near the same power of two share one: 27..45 round to 32.
+  EXPECT_EQ(allowed(guard, 27, kExplore), 1);
+  EXPECT_EQ(allowed(guard, 45, kExplore), 1);
 }
 
 TEST(SpeculationGuard, RecoversWhenDraftingBecomesFasterAgain) {
   SpeculationGuard guard;
-  guard.record(2, true, 10, 0.02);   // 500
-  guard.record(2, false, 2, 0.002);  // 1000: drafting loses
+  record_steps(guard, 2, true, 10, 0.02);   // 500
+  record_steps(guard, 2, false, 2, 0.002);  // 1000: drafting loses
   EXPECT_LT(guard.drafting_rate(2), guard.plain_rate(2));
   for (int i = 0; i < 20; ++i) guard.record(2, true, 30, 0.01);  // 3000: the smoothed rate follows
   EXPECT_GT(guard.drafting_rate(2), guard.plain_rate(2));

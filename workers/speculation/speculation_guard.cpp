@@ -1,7 +1,7 @@
 #include "workers/speculation/speculation_guard.h"
 
 #include <algorithm>
-#include <bit>
+#include <cmath>
 
 namespace tandem {
 namespace {
@@ -12,17 +12,27 @@ constexpr double kSmoothing = 0.2;
 }  // namespace
 
 int SpeculationGuard::index(int batch) {
-  const unsigned b = static_cast<unsigned>(std::max(batch, 1));
-  return std::min(static_cast<int>(std::bit_width(b)) - 1, 15);
+  // The nearest power of two, so that a batch hovering at 15-16 sessions
+  // (sessions ending and arriving) stays in one bucket.
+  const double b = std::max(batch, 1);
+  return std::min(static_cast<int>(std::lround(std::log2(b))), kBuckets - 1);
+}
+
+bool SpeculationGuard::measured(const Bucket& b) {
+  return b.steps[0] >= kMinSteps && b.steps[1] >= kMinSteps;
 }
 
 bool SpeculationGuard::allow_drafting(int batch) {
   Bucket& b = bucket(batch);
-  const bool explore = ++b.decisions % kExplore == 0;
-  if (b.steps[1] == 0) return true;                     // drafting never measured here: try it
-  if (b.steps[0] == 0) return !explore;                 // measure plain steps once in a while
-  const bool drafting_wins = b.rate[1] >= b.rate[0];
-  return drafting_wins ? !explore : explore;
+  ++b.decisions;
+  if (measured(b)) {
+    const bool explore = b.decisions % kExplore == 0;
+    return (b.rate[1] >= b.rate[0]) != explore;
+  }
+  // Not judged yet: gather a few steps of each kind first (plain ones one
+  // step in 8, since drafting is what the policy wants here).
+  if (b.steps[1] < kMinSteps) return true;
+  return b.decisions % 8 != 0;
 }
 
 void SpeculationGuard::record(int batch, bool drafted, int tokens, double seconds) {

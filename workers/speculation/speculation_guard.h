@@ -1,12 +1,13 @@
 // SpeculationGuard: checks the γ cost model against what steps achieve.
 //
 // The cost model (gamma_policy.h) predicts; this measures. For each batch
-// size (in power-of-two buckets) it keeps the smoothed tokens per second of
+// size (in buckets around powers of two) it keeps the smoothed tokens per second of
 // decode steps that drafted and of steps that did not. Once drafting has
 // been measured slower than not drafting at this batch size, automatic
 // sessions stop drafting (their probes included) except on one step in
 // kExplore, which keeps the measurement honest; and while drafting wins,
 // one step in kExplore runs without drafts, to keep the other side honest.
+// A verdict needs kMinSteps steps of each kind (single steps are noisy).
 // What this catches that the model misses: per-step overheads, the draft
 // cache's catch-up after plain steps, and model error near break-even,
 // where the promise "speculation never makes the server slower" is decided.
@@ -21,6 +22,7 @@ namespace tandem {
 class SpeculationGuard {
  public:
   static constexpr int kExplore = 64;
+  static constexpr int kMinSteps = 3;
 
   // Before a step at batch size B: may automatic sessions draft?
   bool allow_drafting(int batch);
@@ -38,11 +40,13 @@ class SpeculationGuard {
     std::array<int, 2> steps{};
     int decisions = 0;
   };
+  static constexpr int kBuckets = 16;
   static int index(int batch);
+  static bool measured(const Bucket& b);
   Bucket& bucket(int batch) { return buckets_[static_cast<size_t>(index(batch))]; }
   const Bucket& bucket(int batch) const { return buckets_[static_cast<size_t>(index(batch))]; }
 
-  std::array<Bucket, 16> buckets_{};
+  std::array<Bucket, kBuckets> buckets_{};
 };
 
 }  // namespace tandem
