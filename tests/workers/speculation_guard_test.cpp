@@ -61,6 +61,21 @@ TEST(SpeculationGuard, RecoversWhenDraftingBecomesFasterAgain) {
   EXPECT_EQ(allowed(guard, 2, 2 * kExplore), 2 * kExplore - 2);
 }
 
+TEST(SpeculationGuard, RatesAreTokensOverSecondsNotMeansOfStepRates) {
+  SpeculationGuard guard;
+  // Drafting steps alternate between a quick 1-token step (1000 tokens/s)
+  // and a slow 10-token one (100 tokens/s): 11 tokens in 0.101 s, about 109
+  // tokens/s, though the mean of the two step rates is 550.
+  for (int i = 0; i < SpeculationGuard::kMinSteps; ++i) {
+    guard.record(4, true, 1, 0.001);
+    guard.record(4, true, 10, 0.1);
+  }
+  record_steps(guard, 4, false, 3, 0.01);  // plain: 300 tokens/s
+  EXPECT_GT(guard.drafting_rate(4), 100.0);
+  EXPECT_LT(guard.drafting_rate(4), 120.0);
+  EXPECT_EQ(allowed(guard, 4, kExplore), 1);  // drafting loses
+}
+
 TEST(SpeculationGuard, IgnoresEmptyOrUntimedSteps) {
   SpeculationGuard guard;
   guard.record(8, true, 0, 0.01);

@@ -6,8 +6,9 @@
 namespace tandem {
 namespace {
 
-// Weight of a new step in the smoothed rate, once a side has a few steps.
-constexpr double kSmoothing = 0.2;
+// Each step's weight in the running sums decays by this factor per step of
+// the same kind: the rates cover roughly the last 1 / (1 - kDecay) steps.
+constexpr double kDecay = 0.9;
 
 }  // namespace
 
@@ -38,11 +39,14 @@ bool SpeculationGuard::allow_drafting(int batch) {
 void SpeculationGuard::record(int batch, bool drafted, int tokens, double seconds) {
   if (!(seconds > 0) || tokens <= 0) return;
   Bucket& b = bucket(batch);
-  const int side = drafted ? 1 : 0;
-  const double rate = tokens / seconds;
+  const size_t side = drafted ? 1 : 0;
+  // Tokens over seconds of the recent steps, not a mean of per-step rates:
+  // a drafting step's yield varies from 1 to γ+1 tokens, and averaging
+  // ratios would overweight the quick, lucky steps.
+  b.tokens[side] = kDecay * b.tokens[side] + tokens;
+  b.seconds[side] = kDecay * b.seconds[side] + seconds;
+  b.rate[side] = b.tokens[side] / b.seconds[side];
   ++b.steps[side];
-  const double weight = std::max(kSmoothing, 1.0 / b.steps[side]);
-  b.rate[side] += weight * (rate - b.rate[side]);
 }
 
 }  // namespace tandem

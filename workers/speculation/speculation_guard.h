@@ -8,6 +8,7 @@
 // kExplore, which keeps the measurement honest; and while drafting wins,
 // one step in kExplore runs without drafts, to keep the other side honest.
 // A verdict needs kMinSteps steps of each kind (single steps are noisy).
+// Rates are recent tokens over recent seconds (decaying sums).
 // What this catches that the model misses: per-step overheads, the draft
 // cache's catch-up after plain steps, and model error near break-even,
 // where the promise "speculation never makes the server slower" is decided.
@@ -22,7 +23,7 @@ namespace tandem {
 class SpeculationGuard {
  public:
   static constexpr int kExplore = 64;
-  static constexpr int kMinSteps = 3;
+  static constexpr int kMinSteps = 8;
 
   // Before a step at batch size B: may automatic sessions draft?
   bool allow_drafting(int batch);
@@ -36,7 +37,8 @@ class SpeculationGuard {
 
  private:
   struct Bucket {
-    std::array<double, 2> rate{};  // [0] plain steps, [1] drafting steps
+    std::array<double, 2> rate{};  // [0] plain steps, [1] drafting steps: tokens / seconds
+    std::array<double, 2> tokens{}, seconds{};  // decaying sums behind rate
     std::array<int, 2> steps{};
     int decisions = 0;
   };
