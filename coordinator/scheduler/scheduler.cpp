@@ -116,6 +116,7 @@ void Scheduler::run() {
       continue;
     }
     record_step();
+    update_gauges();  // before publishing: a client that sees text sees its KV in use
     publish_progress();
     update_gauges();
   }
