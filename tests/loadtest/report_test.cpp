@@ -4,6 +4,7 @@
 #include "tools/loadtest/report.h"
 
 #include <gtest/gtest.h>
+#include <unistd.h>
 
 #include <cstdlib>
 #include <fstream>
@@ -129,7 +130,7 @@ TEST(ProgressBar, FillsInProportionAndAlignsTheCount) {
 
 // Whether text parses as XML, asked of Python's parser (the build found it).
 bool is_well_formed_xml(const std::string& text, const std::string& file_name) {
-  const std::string path = testing::TempDir() + file_name;
+  const std::string path = testing::TempDir() + std::to_string(::getpid()) + "_" + file_name;
   std::ofstream(path) << text;
   const std::string command = std::string(TANDEM_PYTHON) +
                               " -c 'import sys, xml.dom.minidom; "

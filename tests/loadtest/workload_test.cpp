@@ -3,6 +3,7 @@
 #include "tools/loadtest/workload.h"
 
 #include <gtest/gtest.h>
+#include <unistd.h>
 
 #include <fstream>
 #include <set>
@@ -14,8 +15,10 @@ namespace tandem::loadtest {
 namespace {
 
 // A file under the test's temporary directory holding `content`.
+// ctest runs every case as its own process, in parallel: names carry the pid.
 std::filesystem::path write_temp_file(const std::string& name, const std::string& content) {
-  const std::filesystem::path path = std::filesystem::path(testing::TempDir()) / name;
+  const std::filesystem::path path =
+      std::filesystem::path(testing::TempDir()) / (std::to_string(::getpid()) + "_" + name);
   std::ofstream(path) << content;
   return path;
 }
@@ -96,6 +99,9 @@ struct BadLine {
   std::string line;
   std::string expected_words;  // what the message must name
 };
+
+// Printed in test names: the bad line itself, not the struct's bytes.
+void PrintTo(const BadLine& bad, std::ostream* out) { *out << bad.line; }
 
 class ReadJsonlErrors : public testing::TestWithParam<BadLine> {};
 

@@ -3,6 +3,7 @@
 // recomputes without changing any output; shutdown refuses new work and ends
 // open streams cleanly; /metrics passes promtool.
 #include <gtest/gtest.h>
+#include <unistd.h>
 
 #include <chrono>
 #include <cstdio>
@@ -137,7 +138,7 @@ TEST(Lifecycle, MetricsPassPromtool) {
   EXPECT_NE(reply.body.find("tandem_spec_decode_num_draft_tokens_total"), std::string::npos);
   EXPECT_NE(reply.body.find("tandem_requests_total{route=\"other\",status=\"404\"} 1"), std::string::npos);
 
-  const std::string path = testing::TempDir() + "/tandem_metrics.txt";
+  const std::string path = testing::TempDir() + "/tandem_metrics_" + std::to_string(::getpid()) + ".txt";
   std::ofstream(path) << reply.body;
   const std::string command = "promtool check metrics < " + path + " 2>&1";
   FILE* pipe = popen(command.c_str(), "r");
