@@ -14,19 +14,8 @@ cp "$source/tests/server/openai_client.mjs" "$work/"
 
 log="$work/server.log"
 cd "$source"
-"$tandem" serve --config configs/local.yaml --port 0 2>"$log" &
-pid=$!
-trap 'kill -9 $pid 2>/dev/null || true' EXIT
-port=""
-for _ in $(seq 1 600); do
-  if grep -q "tandem: ready" "$log"; then
-    port=$(sed -n 's|.*listening on http://127.0.0.1:\([0-9]*\).*|\1|p' "$log")
-    break
-  fi
-  kill -0 $pid 2>/dev/null || { cat "$log"; exit 1; }
-  sleep 0.1
-done
-[ -n "$port" ] || { echo "server did not become ready"; cat "$log"; exit 1; }
+source "$source/tests/support/start_tandem_server.sh"
+start_tandem_server "$tandem" "$log"
 
 node "$work/openai_client.mjs" "http://127.0.0.1:$port/v1"
 
