@@ -4,6 +4,7 @@
 # usage: run_check_config.sh TANDEM_BINARY SOURCE_DIR WORK_DIR
 set -euo pipefail
 tandem=$1 source=$2 work=$3
+mkdir -p "$work"
 cd "$source"
 "$tandem" serve --check-config configs/local.yaml | grep -q "configs/local.yaml: OK"
 

@@ -28,7 +28,6 @@ double seconds_since(Clock::time_point start) {
 // batching is most of what drafting costs.
 constexpr int kProbeEvery = 8;
 constexpr int kMaxProbeEvery = 64;
-constexpr int kMaxGamma = 64;  // add() rejects more
 
 }  // namespace
 
@@ -49,7 +48,7 @@ struct SpeculativeEngine::StepPlan {
   };
   std::vector<Entry> entries;  // admission order, oldest first
   int batch = 0;               // B: running sessions when planned
-  std::vector<double> v;       // v[k] = v(B, k) for k in [1, kMaxGamma + 1]
+  std::vector<double> v;       // v[k] = v(B, k) for k up to the longest block wanted
   std::vector<double> draft_seconds;  // per drafter
   std::vector<int> draft_passes;      // per drafter
   std::vector<int> draft_sessions;    // per drafter: sessions it drafted for
@@ -86,8 +85,11 @@ SpeculativeEngine::GammaChoice SpeculativeEngine::choose_gamma(const Session& s,
 SpeculativeEngine::StepPlan SpeculativeEngine::plan_step() {
   StepPlan plan;
   plan.batch = static_cast<int>(running_.size());
-  plan.v.assign(kMaxGamma + 2, 1.0);
-  for (int k = 2; k <= kMaxGamma + 1; ++k)
+  // v(k) for every block length some running session may choose.
+  int longest_block = 1;
+  for (const Session* s : running_) longest_block = std::max(longest_block, s->request.gamma.gamma + 1);
+  plan.v.assign(static_cast<size_t>(longest_block) + 1, 1.0);
+  for (int k = 2; k <= longest_block; ++k)
     plan.v[static_cast<size_t>(k)] = cost_model_.relative_cost(plan.batch, k);
   const StepCost v = [&plan](int k) { return plan.v[static_cast<size_t>(k)]; };
   // c per drafter at this batch: its sessions draft together in one pass.

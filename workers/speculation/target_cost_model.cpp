@@ -31,21 +31,27 @@ bool TargetCostModel::has_data() const {
 }
 
 double TargetCostModel::seconds(int new_tokens) const {
-  std::vector<const Point*> points;  // increasing in tokens: buckets are disjoint ranges
-  for (const Point& p : buckets_)
-    if (p.passes > 0) points.push_back(&p);
-  if (points.empty()) return 0;
+  // Walks the measured points in increasing token order (buckets are
+  // disjoint ranges) without building a list: this runs for every γ the
+  // policy weighs, every step.
   const double n = new_tokens;
-  if (points.size() == 1 || n <= points.front()->tokens) return points.front()->seconds;
   auto line = [n](const Point& a, const Point& b) {
     return a.seconds + (b.seconds - a.seconds) * (n - a.tokens) / (b.tokens - a.tokens);
   };
-  for (size_t i = 1; i < points.size(); ++i)
-    if (n <= points[i]->tokens) return line(*points[i - 1], *points[i]);
+  const Point* previous = nullptr;
+  const Point* last = nullptr;  // the largest point, and the one before it
+  for (const Point& p : buckets_) {
+    if (p.passes == 0) continue;
+    if (!last && n <= p.tokens) return p.seconds;  // at or below the smallest point
+    if (last && n <= p.tokens) return line(*last, p);
+    previous = last;
+    last = &p;
+  }
+  if (!last) return 0;
+  if (!previous) return last->seconds;  // one point: flat
   // Past the largest bucket: the last two points' slope, but never below the
   // largest point's time (noise must not make more tokens look cheaper).
-  const Point& last = *points.back();
-  return std::max(last.seconds, line(*points[points.size() - 2], last));
+  return std::max(last->seconds, line(*previous, *last));
 }
 
 double TargetCostModel::relative_cost(int batch, int k) const {
