@@ -1,0 +1,60 @@
+// Communicator: how ranks of one job exchange bytes and floats.
+//
+// Implementations: LocalCommunicator (world size 1: every role in one
+// process, collectives are copies) and MpiCommunicator (host buffers over
+// Open MPI). The NCCL one (device buffers) comes with the CUDA backend and
+// keeps this interface. Ranks are numbered within the communicator; split()
+// makes a sub-communicator (the target's tensor-parallel group) whose ranks
+// are numbered 0.. in the order given.
+//
+// Collectives must be called by every rank of the communicator in the same
+// order. Point-to-point messages carry a tag so that a receiver takes the
+// kind of message it expects; messages with one tag between two ranks
+// arrive in the order sent.
+//
+// Not thread-safe: one thread per process talks through a communicator.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <span>
+#include <vector>
+
+namespace tandem {
+
+using Bytes = std::vector<std::byte>;
+
+class Communicator {
+ public:
+  virtual ~Communicator() = default;
+  virtual int rank() const = 0;
+  virtual int size() const = 0;
+
+  // data (n) = Σ over ranks of data (n), on every rank.
+  virtual void all_reduce_sum(std::span<float> data) = 0;
+  // all (size * n) = every rank's mine (n), in rank order, on every rank.
+  virtual void all_gather(std::span<const float> mine, std::span<float> all) = 0;
+  // The same, but only root receives (all is ignored elsewhere).
+  virtual void gather(std::span<const float> mine, std::span<float> all, int root) = 0;
+  // root's bytes replace every other rank's (sizes may differ before).
+  virtual void broadcast(Bytes& bytes, int root) = 0;
+
+  // Sends bytes to rank `to`; returns once the buffer may be reused.
+  virtual void send(std::span<const std::byte> bytes, int to, int tag) = 0;
+  // The next message with `tag` from rank `from`. Waits at most
+  // timeout_seconds (negative: forever); std::nullopt when it passed.
+  virtual std::optional<Bytes> receive(int from, int tag, double timeout_seconds) = 0;
+
+  // A communicator over the given ranks of this one (numbered in that
+  // order). Every rank of this communicator must call it with the same
+  // list; ranks not in the list get nullptr.
+  virtual std::unique_ptr<Communicator> split(std::span<const int> ranks) = 0;
+
+  // Ends the whole job at once with a non-zero exit code (used when a rank
+  // is lost and waiting for it would hang every other rank).
+  [[noreturn]] virtual void abort_job(int exit_code) = 0;
+};
+
+}  // namespace tandem

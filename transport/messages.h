@@ -1,0 +1,138 @@
+// The typed messages that pass between roles, and their wire format.
+//
+// One step of the engine (DESIGN.md, "One step"):
+//   coordinator → draft rank      DraftStep     sessions to draft for, γ each
+//   draft rank  → coordinator     DraftReply    the drafted tokens
+//   draft rank  → target rank 0   QRows         q rows of sampled sessions
+//   coordinator → every TP rank   TargetStep    the ragged batch to verify
+//   target rank 0 → coordinator   TargetResult  n, t and β per block
+//   coordinator → every worker    Shutdown      leave the serving loop
+//
+// Encoding: a header (magic "TNDM", format version, message type, payload
+// length) then the fields in declaration order, little-endian, vectors as a
+// u32 count then elements. decode_* checks everything it reads (header,
+// type, lengths, enum values, trailing bytes) and throws
+// Error(corrupt_data) naming the message and field: a truncated or
+// malformed message is an error, never undefined behaviour.
+#pragma once
+
+#include <cstdint>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "kernels/sampling_params.h"
+#include "transport/communicator.h"
+
+namespace tandem::wire {
+
+constexpr uint16_t kFormatVersion = 1;
+
+enum class MessageType : uint16_t {
+  draft_step = 1,
+  draft_reply = 2,
+  q_rows = 3,
+  target_step = 4,
+  target_result = 5,
+  shutdown = 6,
+};
+const char* message_name(MessageType type);
+
+// Point-to-point tags: one per message type, so a rank waiting for one kind
+// never takes another.
+inline int tag_of(MessageType type) { return static_cast<int>(type); }
+
+struct DraftStep {
+  uint64_t step = 0;
+  struct Entry {
+    uint64_t session = 0;
+    int32_t known = 0;                // committed tokens the draft rank already holds
+    std::vector<int32_t> new_tokens;  // committed tokens after those
+    int32_t gamma = 0;                // drafts wanted
+    SamplingParams sampling;
+  };
+  std::vector<Entry> entries;
+  std::vector<uint64_t> released;  // sessions that ended (before drafting)
+};
+
+struct DraftReply {
+  uint64_t step = 0;
+  std::vector<std::vector<int32_t>> tokens;  // per DraftStep entry, x_1..x_γ'
+  double seconds = 0;                        // the draft rank's propose() time
+};
+
+// Standardized draft rows q_1..q_γ' of the sampled sessions of one step.
+struct QRows {
+  uint64_t step = 0;
+  int32_t vocab = 0;
+  struct Entry {
+    uint64_t session = 0;
+    std::vector<float> q;  // (γ', vocab)
+  };
+  std::vector<Entry> entries;
+};
+
+// Where the q rows of a verified block come from.
+enum class QSource : uint8_t {
+  one_hot = 0,    // deterministic drafter or greedy session: q_j one-hot at x_j
+  inline_rows = 1,  // carried in TargetStep::Sequence::q
+  draft_rank = 2,   // in this step's QRows from the draft rank
+};
+
+struct TargetStep {
+  uint64_t step = 0;
+  struct Sequence {
+    int64_t seq = 0;                // the coordinator's KV sequence id
+    int32_t start = 0;              // cached positions kept (truncate to this first)
+    std::vector<int32_t> tokens;    // new tokens: chunk or catch-up, then the drafts
+    int32_t logit_count = 0;        // logits for the last logit_count tokens
+    // Verification (when verify): the last `gamma` tokens are the drafts.
+    bool verify = false;
+    int32_t gamma = 0;
+    SamplingParams sampling;
+    int64_t first_position = 0;     // absolute position of x_1
+    float lenience = 1.0f;
+    uint64_t session = 0;           // matches QRows entries
+    QSource q_source = QSource::one_hot;
+    std::vector<float> q;           // (gamma, V) when q_source is inline_rows
+  };
+  std::vector<Sequence> sequences;
+  std::vector<int64_t> released;   // KV sequences to free before this step
+};
+
+struct TargetResult {
+  uint64_t step = 0;
+  struct Outcome {
+    int32_t accepted = 0;  // n
+    int32_t token = 0;     // t
+    float beta_sum = 0;    // Σ β_j over the block's drafts
+    int32_t beta_count = 0;
+  };
+  std::vector<Outcome> outcomes;     // one per verifying sequence, in step order
+  double forward_seconds = 0;        // the sharded forward pass on target rank 0
+  double communication_seconds = 0;  // of which waiting in collectives
+};
+
+struct Shutdown {
+  int32_t exit_code = 0;
+  std::string reason;
+};
+
+Bytes encode(const DraftStep& message);
+Bytes encode(const DraftReply& message);
+Bytes encode(const QRows& message);
+Bytes encode(const TargetStep& message);
+Bytes encode(const TargetResult& message);
+Bytes encode(const Shutdown& message);
+
+// The type named in a message's header (checked: magic, version, length).
+MessageType peek_type(std::span<const std::byte> bytes);
+
+DraftStep decode_draft_step(std::span<const std::byte> bytes);
+DraftReply decode_draft_reply(std::span<const std::byte> bytes);
+QRows decode_q_rows(std::span<const std::byte> bytes);
+TargetStep decode_target_step(std::span<const std::byte> bytes);
+TargetResult decode_target_result(std::span<const std::byte> bytes);
+Shutdown decode_shutdown(std::span<const std::byte> bytes);
+
+}  // namespace tandem::wire
