@@ -35,6 +35,8 @@ class LlamaModel {
   const float* forward(std::span<const SequenceStep> steps, PagedKvCache& cache);
   // Rows the last forward returned.
   int logit_rows() const { return logit_rows_; }
+  // Seconds the last forward spent in tensor-parallel collectives.
+  double communication_seconds() const { return 0; }
 
   const ModelConfig& config() const { return config_; }
   const LlamaWeights& weights() const { return weights_; }

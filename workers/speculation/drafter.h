@@ -34,6 +34,9 @@ struct DraftProposal {
   // (γ', V) standardized rows q_1..q_γ' each x_j was drawn from; empty when
   // the drafter is deterministic (q one-hot at x_j) or the session is greedy.
   std::vector<float> q;
+  // The rows exist but went from the draft rank straight to target rank 0
+  // (a drafter on its own rank); q stays empty here.
+  bool q_at_draft_rank = false;
 };
 
 class Drafter {

@@ -13,38 +13,42 @@ namespace {
 
 constexpr int kRepeats = 3;  // the median of three passes per size
 
+}  // namespace
+
 // One target pass over `tokens` new tokens spread evenly over as few
 // scratch sequences as the model's context allows, every token asking for
 // logits (as a verification pass does). Returns its seconds, or a negative
 // number when the cache cannot hold it; the sequences are released either way.
-double timed_pass(LlamaModel& model, PagedKvCache& cache, int tokens) {
-  const int context = model.config().max_position_embeddings;
-  const int V = model.config().vocab_size;
+double SpeculativeEngine::timed_pass(int tokens) {
+  const int context = config_.max_position_embeddings;
+  const int V = config_.vocab_size;
   const int sequences = (tokens + context - 1) / context;
-  std::vector<SequenceId> seqs;
-  std::vector<std::vector<int32_t>> feeds;
-  std::vector<SequenceStep> steps;
+  wire::TargetStep step;
   bool fits = true;
   for (int i = 0; i < sequences; ++i) {
     const int count = tokens / sequences + (i < tokens % sequences ? 1 : 0);
-    seqs.push_back(cache.create_sequence());
-    fits = fits && cache.reserve(seqs.back(), count);
-    feeds.emplace_back(static_cast<size_t>(count));
-    for (int j = 0; j < count; ++j) feeds.back()[static_cast<size_t>(j)] = (7 + 31 * (i + j)) % V;
+    wire::TargetStep::Sequence sequence;
+    sequence.seq = cache_.create_sequence();
+    fits = fits && cache_.reserve(sequence.seq, count);
+    sequence.tokens.resize(static_cast<size_t>(count));
+    for (int j = 0; j < count; ++j) sequence.tokens[static_cast<size_t>(j)] = (7 + 31 * (i + j)) % V;
+    sequence.logit_count = count;
+    step.sequences.push_back(std::move(sequence));
   }
   double seconds = -1;
+  std::vector<int64_t> seqs;
+  for (const auto& sequence : step.sequences) seqs.push_back(sequence.seq);
   if (fits) {
-    for (size_t i = 0; i < seqs.size(); ++i)
-      steps.push_back({seqs[i], feeds[i], static_cast<int>(feeds[i].size())});
+    wire::TargetResult result;
     const auto start = std::chrono::steady_clock::now();
-    model.forward(steps, cache);
+    run_target_step(step, result);
     seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    for (const auto& sequence : step.sequences)
+      cache_.set_length(sequence.seq, static_cast<int>(sequence.tokens.size()));
   }
-  for (SequenceId seq : seqs) cache.release(seq);
+  for (int64_t seq : seqs) release_sequence(seq);
   return seconds;
 }
-
-}  // namespace
 
 void SpeculativeEngine::calibrate() {
   require(running_.empty(), ErrorKind::internal,
@@ -55,11 +59,11 @@ void SpeculativeEngine::calibrate() {
   sizes.push_back(limits_.step_token_budget);
   // The first pass at the largest size grows the model's workspace; it is
   // not a measurement. A size the cache cannot hold ends the calibration.
-  while (!sizes.empty() && timed_pass(target_, cache_, sizes.back()) < 0) sizes.pop_back();
+  while (!sizes.empty() && timed_pass(sizes.back()) < 0) sizes.pop_back();
   for (int n : sizes) {
     std::vector<double> times;
     for (int r = 0; r < kRepeats; ++r) {
-      const double t = timed_pass(target_, cache_, n);
+      const double t = timed_pass(n);
       if (t < 0) break;
       times.push_back(t);
     }

@@ -10,6 +10,7 @@
 #include "common/error.h"
 #include "workers/speculation/speculative_session.h"
 #include "workers/speculation/step_scheduling.h"
+#include "workers/speculation/target_step_runner.h"
 
 namespace tandem {
 
@@ -41,15 +42,31 @@ const char* session_state_name(SessionState state) {
   return "unknown";
 }
 
+SpeculativeEngine::SpeculativeEngine(const ModelConfig& target_config,
+                                     PagedKvCache& target_cache, TargetExecutor& target,
+                                     std::vector<Drafter*> drafters, EngineLimits limits)
+    : config_(target_config), cache_(target_cache), target_(&target), limits_(limits) {
+  init(std::move(drafters));
+}
+
 SpeculativeEngine::SpeculativeEngine(LlamaModel& target, PagedKvCache& target_cache,
                                      std::vector<Drafter*> drafters, EngineLimits limits)
-    : target_(target), cache_(target_cache), limits_(limits) {
+    : config_(target.config()),
+      cache_(target_cache),
+      owned_target_(std::make_unique<TargetStepRunner>(target, target_cache,
+                                                       TargetStepRunner::CacheMode::shared)),
+      target_(owned_target_.get()),
+      limits_(limits) {
+  init(std::move(drafters));
+}
+
+void SpeculativeEngine::init(std::vector<Drafter*> drafters) {
   require(!drafters.empty(), ErrorKind::invalid_argument,
           "speculative engine needs at least one drafter (NoDrafter for plain decoding)");
-  require(limits.max_running >= 1, ErrorKind::invalid_argument,
-          "max_running must be >= 1, got " + std::to_string(limits.max_running));
-  require(limits.step_token_budget >= 1, ErrorKind::invalid_argument,
-          "step_token_budget must be >= 1, got " + std::to_string(limits.step_token_budget));
+  require(limits_.max_running >= 1, ErrorKind::invalid_argument,
+          "max_running must be >= 1, got " + std::to_string(limits_.max_running));
+  require(limits_.step_token_budget >= 1, ErrorKind::invalid_argument,
+          "step_token_budget must be >= 1, got " + std::to_string(limits_.step_token_budget));
   std::set<std::string> names;
   for (Drafter* drafter : drafters) {
     require(drafter != nullptr, ErrorKind::invalid_argument, "drafter list holds a null drafter");
@@ -72,7 +89,7 @@ SpeculativeEngine::~SpeculativeEngine() {
 }
 
 void SpeculativeEngine::check(const SpeculationRequest& request) const {
-  const ModelConfig& config = target_.config();
+  const ModelConfig& config = config_;
   require(!request.prompt.empty(), ErrorKind::invalid_argument,
           "prompt: empty (give at least one token)");
   for (int32_t token : request.prompt)
@@ -144,7 +161,7 @@ void SpeculativeEngine::admit() {
 }
 
 void SpeculativeEngine::release_kv(Session& s) {
-  if (s.seq != 0) cache_.release(s.seq);
+  if (s.seq != 0) release_sequence(s.seq);
   s.seq = 0;
   drafters_[s.drafter].drafter->release(s.key);
 }
@@ -169,6 +186,18 @@ void SpeculativeEngine::finish(Session& s, FinishReason reason) {
     waiting_.erase(std::find(waiting_.begin(), waiting_.end(), &s));
   }
   s.state = SessionState::finished;
+}
+
+void SpeculativeEngine::release_sequence(SequenceId seq) {
+  cache_.release(seq);
+  released_.push_back(seq);  // the executor's cache frees it with the next pass
+}
+
+void SpeculativeEngine::run_target_step(wire::TargetStep& step, wire::TargetResult& result) {
+  step.step = ++target_steps_;
+  step.released = std::move(released_);
+  released_.clear();
+  target_->run(step, result);
 }
 
 void SpeculativeEngine::run_to_completion() {

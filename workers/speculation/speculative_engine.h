@@ -67,6 +67,7 @@
 #include "workers/speculation/gamma_policy.h"
 #include "workers/speculation/speculation_guard.h"
 #include "workers/speculation/target_cost_model.h"
+#include "workers/speculation/target_executor.h"
 
 namespace tandem {
 
@@ -127,7 +128,9 @@ struct StepSessionReport {
 struct StepReport {
   std::vector<StepSessionReport> sessions;  // every session fed in the target pass
   int target_tokens = 0;      // new tokens in the target pass
-  double target_seconds = 0;  // the target forward pass
+  double target_seconds = 0;  // the target pass as the engine saw it (forward, verify, transfers)
+  double forward_seconds = 0;  // the forward pass on target rank 0
+  double communication_seconds = 0;  // of which inside tensor-parallel collectives
   double draft_seconds = 0;   // all drafters' propose() calls
   int preempted = 0;          // sessions preempted this step
   double mean_gamma = 0;      // over the sessions that verified
@@ -137,6 +140,14 @@ class SpeculativeEngine {
  public:
   // Drafters by name (their name() values, unique; the first is the
   // default). The engine does not own them.
+  //
+  // The target's passes run on `target`; `target_cache` is the engine's
+  // account of the target's KV blocks (admission, reservation, truncation),
+  // which the executor's cache follows. Given a LlamaModel, the engine runs
+  // it in this process over target_cache itself.
+  SpeculativeEngine(const ModelConfig& target_config, PagedKvCache& target_cache,
+                    TargetExecutor& target, std::vector<Drafter*> drafters,
+                    EngineLimits limits = {});
   SpeculativeEngine(LlamaModel& target, PagedKvCache& target_cache,
                     std::vector<Drafter*> drafters, EngineLimits limits = {});
   SpeculativeEngine(LlamaModel& target, PagedKvCache& target_cache, Drafter& drafter,
@@ -208,11 +219,14 @@ class SpeculativeEngine {
   void reserve(StepPlan& plan);
   StepPlan plan_step();
   void draft(StepPlan& plan);
-  // Feeds every planned session to one target pass; logits (R, V) or null
-  // when nothing was fed.
-  const float* run_target(StepPlan& plan);
-  // Verification of every block that has logits: outcomes and β statistics.
-  void accept(StepPlan& plan, const float* logits);
+  // Feeds every planned session to one target pass, which verifies the
+  // blocks (outcomes and β statistics). False when nothing was fed.
+  bool run_target(StepPlan& plan);
+  // Runs one target pass; the sequences released since the last one go with it.
+  void run_target_step(wire::TargetStep& step, wire::TargetResult& result);
+  void release_sequence(SequenceId seq);
+  // One calibration pass of `tokens` new tokens (see speculative_calibration.cpp).
+  double timed_pass(int tokens);
   void commit_and_report(StepPlan& plan);
   void record_costs(const StepPlan& plan);
   // Tells the guard what a decode step achieved.
@@ -234,8 +248,14 @@ class SpeculativeEngine {
   void finish(Session& session, FinishReason reason);
   void release_kv(Session& session);
 
-  LlamaModel& target_;
+  void init(std::vector<Drafter*> drafters);
+
+  ModelConfig config_;
   PagedKvCache& cache_;
+  std::unique_ptr<TargetExecutor> owned_target_;  // the in-process runner, when given a model
+  TargetExecutor* target_ = nullptr;
+  std::vector<int64_t> released_;  // KV sequences freed since the last target pass
+  uint64_t target_steps_ = 0;
   std::vector<DrafterSlot> drafters_;
   EngineLimits limits_;
   std::map<SessionKey, std::unique_ptr<Session>> sessions_;
@@ -247,7 +267,6 @@ class SpeculativeEngine {
   TargetCostModel cost_model_;
   SpeculationGuard guard_;  // measured drafting vs plain throughput per batch size
   StepReport last_step_;
-  Buffer probs_;  // (rows, V) standardized target rows of one step
 };
 
 const char* finish_reason_name(FinishReason reason);

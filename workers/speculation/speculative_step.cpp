@@ -29,6 +29,12 @@ double seconds_since(Clock::time_point start) {
 constexpr int kProbeEvery = 8;
 constexpr int kMaxProbeEvery = 64;
 
+// Where the q rows of an entry's drafts are for the verifier.
+wire::QSource q_source_of(const DraftProposal& proposal) {
+  if (proposal.q_at_draft_rank) return wire::QSource::draft_rank;
+  return proposal.q.empty() ? wire::QSource::one_hot : wire::QSource::inline_rows;
+}
+
 }  // namespace
 
 // The step being built: each running session's part, then what the step
@@ -78,7 +84,7 @@ SpeculativeEngine::GammaChoice SpeculativeEngine::choose_gamma(const Session& s,
   // (or past the context) would only be thrown away.
   const int length = static_cast<int>(s.tokens.size());
   gamma = std::min({gamma, s.request.max_new_tokens - s.generated() - 1,
-                    target_.config().max_position_embeddings - length});
+                    config_.max_position_embeddings - length});
   return {std::max(gamma, 0), policy_zero, probe};
 }
 
@@ -198,7 +204,7 @@ int SpeculativeEngine::commit(Session& s, std::span<const int32_t> accepted, int
       reason = FinishReason::stop;
     } else if (s.generated() >= s.request.max_new_tokens) {
       reason = FinishReason::length;
-    } else if (static_cast<int>(s.tokens.size()) >= target_.config().max_position_embeddings) {
+    } else if (static_cast<int>(s.tokens.size()) >= config_.max_position_embeddings) {
       reason = FinishReason::context;
     }
     if (reason != FinishReason::running) {
@@ -213,81 +219,62 @@ int SpeculativeEngine::commit(Session& s, std::span<const int32_t> accepted, int
   return appended;
 }
 
-const float* SpeculativeEngine::run_target(StepPlan& plan) {
-  std::vector<SequenceStep> steps;
+bool SpeculativeEngine::run_target(StepPlan& plan) {
+  wire::TargetStep step;
+  std::vector<StepPlan::Entry*> fed;
+  std::vector<int> starts;  // each fed session's cached length before the pass
   for (StepPlan::Entry& e : plan.entries) {
     if (e.dropped) continue;
     Session& s = *e.session;
-    const auto from = s.tokens.begin() + cache_.length(s.seq);
+    const int start = cache_.length(s.seq);
+    const auto from = s.tokens.begin() + start;
     e.feed.assign(from, from + e.chunk.fed);
     e.feed.insert(e.feed.end(), e.proposal.tokens.begin(), e.proposal.tokens.end());
-    const int logits = e.chunk.verifies ? static_cast<int>(e.proposal.tokens.size()) + 1 : 0;
-    steps.push_back({s.seq, e.feed, logits});
-    e.first_row = logits > 0 ? plan.rows : -1;
-    plan.rows += logits;
+    wire::TargetStep::Sequence sequence;
+    sequence.seq = s.seq;
+    sequence.start = start;
+    sequence.tokens = e.feed;
+    sequence.verify = e.chunk.verifies;
+    if (e.chunk.verifies) {
+      sequence.gamma = static_cast<int32_t>(e.proposal.tokens.size());
+      sequence.logit_count = sequence.gamma + 1;
+      sequence.sampling = s.request.sampling;
+      sequence.first_position = static_cast<int64_t>(s.tokens.size());
+      sequence.lenience = s.request.lenience;
+      sequence.session = s.key;
+      sequence.q_source = q_source_of(e.proposal);
+      sequence.q = std::move(e.proposal.q);
+      e.first_row = plan.rows;
+      plan.rows += sequence.logit_count;
+    }
+    step.sequences.push_back(std::move(sequence));
+    fed.push_back(&e);
+    starts.push_back(start);
     last_step_.target_tokens += static_cast<int>(e.feed.size());
   }
-  if (steps.empty()) return nullptr;
+  if (fed.empty()) return false;
   plan.start = Clock::now();
-  const float* logits = target_.forward(steps, cache_);  // (R, V), rows in step order
+  wire::TargetResult result;
+  run_target_step(step, result);
   plan.target_seconds = seconds_since(plan.start);
+  last_step_.forward_seconds = result.forward_seconds;
+  last_step_.communication_seconds = result.communication_seconds;
   cost_model_.record(last_step_.target_tokens, plan.target_seconds);
-  return logits;
-}
 
-void SpeculativeEngine::accept(StepPlan& plan, const float* logits) {
-  const int V = target_.config().vocab_size;
-  Backend& backend = target_.backend();
-  const size_t R = static_cast<size_t>(plan.rows);
-  if (probs_.size() < R * V) probs_ = backend.allocate(R * V);
-  std::vector<int32_t> argmaxes(R);  // (R)
-  // Greedy sessions compare argmaxes; sampled ones run Algorithm 1 on
-  // standardized rows.
-  std::vector<VerifyBlock> sampled;
-  std::vector<GreedyBlock> greedy;
-  std::vector<StepPlan::Entry*> sampled_of, greedy_of;
-  int sampled_drafts = 0;
-  for (StepPlan::Entry& e : plan.entries) {
-    if (e.dropped || e.first_row < 0) continue;
-    const Session& s = *e.session;
-    const std::vector<int32_t>& drafts = e.proposal.tokens;
-    const int gamma = static_cast<int>(drafts.size());
-    const size_t offset = static_cast<size_t>(e.first_row) * V;
-    if (s.request.sampling.greedy()) {
-      backend.argmax(logits + offset, gamma + 1, V, argmaxes.data() + e.first_row);
-      greedy.push_back({gamma, drafts.data(), argmaxes.data() + e.first_row});
-      greedy_of.push_back(&e);
-    } else {
-      backend.standardize(logits + offset, gamma + 1, V, std::span(&s.request.sampling, 1),
-                          probs_.data() + offset);
-      const std::vector<float>& q = e.proposal.q;
-      sampled.push_back({gamma, drafts.data(), probs_.data() + offset,
-                         q.empty() ? nullptr : q.data(), static_cast<int64_t>(s.tokens.size()),
-                         s.request.sampling.seed, s.request.lenience});
-      sampled_of.push_back(&e);
-      sampled_drafts += gamma;
-    }
+  size_t outcome = 0;
+  for (size_t i = 0; i < fed.size(); ++i) {
+    StepPlan::Entry* e = fed[i];
+    Session& s = *e->session;
+    cache_.set_length(s.seq, starts[i] + static_cast<int>(e->feed.size()));
+    if (e->first_row < 0) continue;
+    require(outcome < result.outcomes.size(), ErrorKind::internal,
+            "the target pass returned fewer outcomes than blocks it verified");
+    const wire::TargetResult::Outcome& out = result.outcomes[outcome++];
+    e->outcome = {out.accepted, out.token};
+    s.result.stats.beta_sum += out.beta_sum;
+    s.result.stats.beta_count += out.beta_count;
   }
-  std::vector<VerifyOutcome> sampled_out(sampled.size()), greedy_out(greedy.size());
-  std::vector<float> betas(static_cast<size_t>(sampled_drafts));
-  if (!sampled.empty()) backend.verify(sampled, V, sampled_out, betas);
-  if (!greedy.empty()) backend.verify_greedy(greedy, greedy_out);
-
-  size_t beta_at = 0;
-  for (size_t k = 0; k < sampled.size(); ++k) {
-    SpeculationStats& stats = sampled_of[k]->session->result.stats;
-    for (int j = 0; j < sampled[k].gamma; ++j) stats.beta_sum += betas[beta_at++];
-    stats.beta_count += sampled[k].gamma;
-    sampled_of[k]->outcome = sampled_out[k];
-  }
-  for (size_t k = 0; k < greedy.size(); ++k) {
-    // At temperature 0, β_j = Σ min(p_j, q_j) of one-hot rows: 1 if they agree.
-    SpeculationStats& stats = greedy_of[k]->session->result.stats;
-    for (int j = 0; j < greedy[k].gamma; ++j)
-      stats.beta_sum += greedy[k].target_argmax[j] == greedy[k].drafted[j];
-    stats.beta_count += greedy[k].gamma;
-    greedy_of[k]->outcome = greedy_out[k];
-  }
+  return true;
 }
 
 void SpeculativeEngine::commit_and_report(StepPlan& plan) {
@@ -353,10 +340,7 @@ void SpeculativeEngine::step() {
   StepPlan plan = plan_step();
   reserve(plan);
   draft(plan);
-  if (const float* logits = run_target(plan)) {
-    accept(plan, logits);
-    commit_and_report(plan);
-  }
+  if (run_target(plan)) commit_and_report(plan);
   record_costs(plan);
   record_throughput(plan, seconds_since(start));
 }

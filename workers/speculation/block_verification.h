@@ -1,0 +1,27 @@
+// verify_blocks: step 4 of the engine (accept) for one target pass.
+//
+// Given the pass's logits (rows in step order: each sequence's last
+// logit_count tokens), verifies every sequence that asks for it: greedy
+// sessions compare argmaxes (the fast path that never builds probability
+// rows), sampled ones standardize p_1..p_{γ+1} and run Algorithm 1 against
+// q rows that come inline, from the draft rank's QRows, or are one-hot.
+// Runs wherever the logits are: in the engine's process, or on target
+// rank 0 of a tensor-parallel group.
+#pragma once
+
+#include <vector>
+
+#include "kernels/backend.h"
+#include "transport/messages.h"
+
+namespace tandem {
+
+// outcomes: one per sequence with verify set, in step order. q_rows: this
+// step's rows from the draft rank (null when none were sent); a block whose
+// rows are missing is an Error(internal) naming its session. probs is a
+// scratch buffer grown as needed.
+void verify_blocks(Backend& backend, int V, const float* logits, const wire::TargetStep& step,
+                   const wire::QRows* q_rows, Buffer& probs,
+                   std::vector<wire::TargetResult::Outcome>& outcomes);
+
+}  // namespace tandem

@@ -1,0 +1,76 @@
+#include "workers/speculation/target_step_runner.h"
+
+#include <algorithm>
+#include <chrono>
+#include <string>
+
+#include "common/error.h"
+#include "workers/speculation/block_verification.h"
+
+namespace tandem {
+
+TargetStepRunner::TargetStepRunner(LlamaModel& model, PagedKvCache& cache, CacheMode mode,
+                                   QRowsSource q_rows)
+    : model_(model), cache_(cache), mode_(mode), q_rows_(std::move(q_rows)) {}
+
+void TargetStepRunner::replay(const wire::TargetStep& step) {
+  for (int64_t seq : step.released) {
+    auto it = mirror_.find(seq);
+    if (it == mirror_.end()) continue;  // released before it was ever fed
+    cache_.release(it->second);
+    mirror_.erase(it);
+  }
+  for (const wire::TargetStep::Sequence& s : step.sequences) {
+    auto it = mirror_.find(s.seq);
+    if (it == mirror_.end()) it = mirror_.emplace(s.seq, cache_.create_sequence()).first;
+    const SequenceId local = it->second;
+    require(s.start <= cache_.length(local), ErrorKind::internal, [&] {
+      return "TargetStep " + std::to_string(step.step) + ": sequence " + std::to_string(s.seq) +
+             " starts at " + std::to_string(s.start) + " but this rank cached only " +
+             std::to_string(cache_.length(local)) + " positions";
+    });
+    cache_.truncate(local, s.start);
+    const int needed = s.start + static_cast<int>(s.tokens.size());
+    // The coordinator reserved the same positions in a cache of the same
+    // size, so this cannot fail unless the two disagree.
+    require(cache_.reserve(local, needed), ErrorKind::internal, [&] {
+      return "TargetStep " + std::to_string(step.step) + ": no KV room on this rank for sequence " +
+             std::to_string(s.seq) + " (the coordinator's cache and this rank's disagree)";
+    });
+  }
+}
+
+void TargetStepRunner::run(wire::TargetStep& step, wire::TargetResult& result) {
+  result = wire::TargetResult{};
+  result.step = step.step;
+  if (mode_ == CacheMode::mirrored) replay(step);
+  if (step.sequences.empty()) return;
+
+  std::vector<SequenceStep> steps;
+  steps.reserve(step.sequences.size());
+  for (const wire::TargetStep::Sequence& s : step.sequences) {
+    const SequenceId seq = mode_ == CacheMode::mirrored ? mirror_.at(s.seq) : s.seq;
+    steps.push_back({seq, s.tokens, s.logit_count});
+  }
+  const auto start = std::chrono::steady_clock::now();
+  const float* logits = model_.forward(steps, cache_);
+  result.forward_seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  result.communication_seconds = model_.communication_seconds();
+  if (logits == nullptr) return;  // a shard other than target rank 0
+
+  const bool wants_remote_q = std::any_of(
+      step.sequences.begin(), step.sequences.end(), [](const wire::TargetStep::Sequence& s) {
+        return s.verify && s.q_source == wire::QSource::draft_rank && !s.sampling.greedy();
+      });
+  wire::QRows q_rows;
+  if (wants_remote_q) {
+    require(static_cast<bool>(q_rows_), ErrorKind::internal,
+            "a block's q rows are at the draft rank, but this runner has no way to receive them");
+    q_rows = q_rows_();
+  }
+  verify_blocks(model_.backend(), model_.config().vocab_size, logits, step,
+                wants_remote_q ? &q_rows : nullptr, probs_, result.outcomes);
+}
+
+}  // namespace tandem

@@ -1,0 +1,54 @@
+// TargetStepRunner: runs a wire::TargetStep on a model in this process.
+//
+// Two uses, one class:
+// - shared cache: the engine's own process holds the whole target; the
+//   engine already reserved and truncated the sequences in `cache`, so the
+//   runner only feeds them (the single-process server and every test);
+// - mirrored cache: a worker rank holding the whole target or one
+//   tensor-parallel shard keeps its own KV cache and replays what the
+//   coordinator did to its bookkeeping: free the released sequences,
+//   truncate each sequence to the step's start, reserve room, feed. The
+//   coordinator's ids map to local ones, so only lengths must agree.
+// Verification runs where the logits are (target rank 0, or the only
+// rank); other shards return an empty result.
+#pragma once
+
+#include <functional>
+#include <unordered_map>
+
+#include "workers/kv_cache.h"
+#include "workers/llama_model.h"
+#include "workers/speculation/target_executor.h"
+
+namespace tandem {
+
+class TargetStepRunner final : public TargetExecutor {
+ public:
+  enum class CacheMode { shared, mirrored };
+  // Waits for this step's q rows from the draft rank (called only when a
+  // block's q_source is draft_rank).
+  using QRowsSource = std::function<wire::QRows()>;
+
+  TargetStepRunner(LlamaModel& model, PagedKvCache& cache, CacheMode mode,
+                   QRowsSource q_rows = {});
+  TargetStepRunner(const TargetStepRunner&) = delete;
+  TargetStepRunner& operator=(const TargetStepRunner&) = delete;
+
+  void run(wire::TargetStep& step, wire::TargetResult& result) override;
+
+  // Mirrored sequences alive now (tests check that releases are replayed).
+  size_t mirrored_sequences() const { return mirror_.size(); }
+
+ private:
+  // Mirrored mode: applies releases and truncations, reserves room.
+  void replay(const wire::TargetStep& step);
+
+  LlamaModel& model_;
+  PagedKvCache& cache_;
+  CacheMode mode_;
+  QRowsSource q_rows_;
+  std::unordered_map<int64_t, SequenceId> mirror_;  // coordinator's id → local id
+  Buffer probs_;
+};
+
+}  // namespace tandem
