@@ -18,6 +18,7 @@ enum class ErrorKind {
   corrupt_data,      // a file exists but its bytes are not what they claim
   unsupported,       // well-formed, but not something Tandem implements
   out_of_resources,  // KV blocks, memory or queue slots ran out
+  unavailable,       // another rank of the job stopped answering (HTTP 503)
   internal,          // a bug in Tandem
 };
 

@@ -84,7 +84,9 @@ class Backend {
   virtual void download(const float* device, std::span<float> host) = 0;
 
   // ---- model ops ----------------------------------------------------------
-  // out (T, C) = table[token_ids[t]]; table (V, C).
+  // out (T, C) = table[token_ids[t]]; table (V, C). A negative id gives a
+  // row of zeros: a vocabulary-parallel rank maps tokens it does not own to
+  // -1, and the all-reduce of every rank's rows then yields the full lookup.
   virtual void embedding(std::span<const int32_t> token_ids, const float* table, int C,
                          float* out) = 0;
 

@@ -7,6 +7,8 @@
 //   coordinator → every TP rank   TargetStep    the ragged batch to verify
 //   target rank 0 → coordinator   TargetResult  n, t and β per block
 //   coordinator → every worker    Shutdown      leave the serving loop
+// and once, at start:
+//   every worker → coordinator    WorkerReady   model loaded, what it cost
 //
 // Encoding: a header (magic "TNDM", format version, message type, payload
 // length) then the fields in declaration order, little-endian, vectors as a
@@ -35,6 +37,7 @@ enum class MessageType : uint16_t {
   target_step = 4,
   target_result = 5,
   shutdown = 6,
+  worker_ready = 7,
 };
 const char* message_name(MessageType type);
 
@@ -105,7 +108,7 @@ struct TargetResult {
   struct Outcome {
     int32_t accepted = 0;  // n
     int32_t token = 0;     // t
-    float beta_sum = 0;    // Σ β_j over the block's drafts
+    double beta_sum = 0;   // Σ β_j over the block's drafts
     int32_t beta_count = 0;
   };
   std::vector<Outcome> outcomes;     // one per verifying sequence, in step order
@@ -118,12 +121,21 @@ struct Shutdown {
   std::string reason;
 };
 
+// A worker's model is loaded: what its share of the weights cost.
+struct WorkerReady {
+  int32_t rank = 0;
+  int64_t bytes_read = 0;      // checkpoint bytes this rank read (its slices only)
+  int64_t resident_bytes = 0;  // the process's resident memory after loading
+  double load_seconds = 0;
+};
+
 Bytes encode(const DraftStep& message);
 Bytes encode(const DraftReply& message);
 Bytes encode(const QRows& message);
 Bytes encode(const TargetStep& message);
 Bytes encode(const TargetResult& message);
 Bytes encode(const Shutdown& message);
+Bytes encode(const WorkerReady& message);
 
 // The type named in a message's header (checked: magic, version, length).
 MessageType peek_type(std::span<const std::byte> bytes);
@@ -134,5 +146,6 @@ QRows decode_q_rows(std::span<const std::byte> bytes);
 TargetStep decode_target_step(std::span<const std::byte> bytes);
 TargetResult decode_target_result(std::span<const std::byte> bytes);
 Shutdown decode_shutdown(std::span<const std::byte> bytes);
+WorkerReady decode_worker_ready(std::span<const std::byte> bytes);
 
 }  // namespace tandem::wire

@@ -8,10 +8,10 @@
 namespace tandem {
 
 PagedKvCache::PagedKvCache(const ModelConfig& config, int num_blocks, int block_size,
-                           Backend& backend)
+                           Backend& backend, const TensorShard& shard)
     : num_blocks_(num_blocks),
       block_size_(block_size),
-      kv_heads_(config.num_kv_heads),
+      kv_heads_(shard.split() ? shard_layout(config, shard).kv_heads.count : config.num_kv_heads),
       head_dim_(config.head_dim) {
   require(num_blocks > 0 && block_size > 0, ErrorKind::invalid_argument,
           "KV cache needs positive num_blocks and block_size (got " + std::to_string(num_blocks) +

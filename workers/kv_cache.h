@@ -4,6 +4,8 @@
 // A sequence's length is the number of positions whose K/V are cached.
 // Rejected draft tokens are removed by truncate(): the length shrinks and
 // whole blocks past it return to the free list; nothing is copied.
+// A tensor-parallel rank's cache holds only its own KV heads
+// (workers/tensor_parallel.h), so its memory scales with 1/tp.
 // Not thread-safe: one engine thread owns a cache.
 #pragma once
 
@@ -14,6 +16,7 @@
 
 #include "kernels/backend.h"
 #include "workers/model_config.h"
+#include "workers/tensor_parallel.h"
 
 namespace tandem {
 
@@ -21,8 +24,10 @@ using SequenceId = int64_t;
 
 class PagedKvCache {
  public:
-  // Storage per layer: k, v (num_blocks, block_size, K, D).
-  PagedKvCache(const ModelConfig& config, int num_blocks, int block_size, Backend& backend);
+  // Storage per layer: k, v (num_blocks, block_size, K, D), K the shard's
+  // local KV heads (all of them when unsplit).
+  PagedKvCache(const ModelConfig& config, int num_blocks, int block_size, Backend& backend,
+               const TensorShard& shard = {});
 
   SequenceId create_sequence();
   void release(SequenceId seq);  // frees all its blocks
@@ -42,6 +47,7 @@ class PagedKvCache {
   int32_t slot(SequenceId seq, int position) const;  // block * block_size + offset
 
   int block_size() const { return block_size_; }
+  int kv_heads() const { return kv_heads_; }  // local K
   int num_blocks() const { return num_blocks_; }
   int free_blocks() const { return static_cast<int>(free_list_.size()); }
   int used_blocks() const { return num_blocks_ - free_blocks(); }

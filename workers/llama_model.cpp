@@ -1,5 +1,8 @@
+// The Llama forward pass (see llama_model.h); tensor-parallel collectives
+// are marked where they happen.
 #include "workers/llama_model.h"
 
+#include <chrono>
 #include <cmath>
 #include <string>
 #include <unordered_set>
@@ -62,60 +65,174 @@ StepLayout lay_out(std::span<const SequenceStep> steps, const PagedKvCache& cach
 
 }  // namespace
 
-LlamaModel::LlamaModel(ModelConfig config, LlamaWeights weights, Backend& backend)
-    : config_(std::move(config)), weights_(std::move(weights)), backend_(backend) {
+LlamaModel::LlamaModel(ModelConfig config, LlamaWeights weights, Backend& backend,
+                       TensorShard shard)
+    : config_(std::move(config)),
+      weights_(std::move(weights)),
+      backend_(backend),
+      shard_(shard),
+      layout_(tandem::shard_layout(config_, shard_)) {
+  check_weight_shapes();
   inv_freq_host_ = rope_inv_freq(config_);
   inv_freq_ = backend_.allocate(inv_freq_host_.size());
   backend_.upload(inv_freq_host_, inv_freq_.data());
+}
+
+void LlamaModel::check_weight_shapes() const {
+  // Weights made for another shard (or another model) would index out of
+  // their buffers; sizes are enough to tell.
+  const size_t C = static_cast<size_t>(config_.hidden_size);
+  const size_t I = static_cast<size_t>(layout_.intermediate.count);
+  const size_t qkv_rows = static_cast<size_t>(layout_.q_dim() + 2 * layout_.kv_dim());
+  const size_t vocab = static_cast<size_t>(layout_.vocab_stride) * C;
+  auto check = [&](const char* name, size_t got, size_t expected) {
+    require(got == expected, ErrorKind::invalid_argument, [&] {
+      return std::string("weights do not fit tensor shard ") + std::to_string(shard_.rank) +
+             " of " + std::to_string(shard_.size) + ": " + name + " has " + std::to_string(got) +
+             " floats, expected " + std::to_string(expected) +
+             ". Hint: load the weights with the same TensorShard as the model";
+    });
+  };
+  check("layer count", weights_.layers.size(), static_cast<size_t>(config_.num_layers));
+  check("embed", weights_.embed.size(), vocab);
+  if (!weights_.lm_head.empty()) check("lm_head", weights_.lm_head.size(), vocab);
+  for (const LlamaLayerWeights& w : weights_.layers) {
+    check("qkv", w.qkv.size(), qkv_rows * C);
+    check("o_proj", w.o_proj.size(), C * static_cast<size_t>(layout_.q_dim()));
+    check("gate_up", w.gate_up.size(), 2 * I * C);
+    check("down_proj", w.down_proj.size(), C * I);
+  }
 }
 
 void LlamaModel::ensure_workspace(int T, int R) {
   if (T > workspace_tokens_) {
     const auto t = static_cast<size_t>(T);
     const auto C = static_cast<size_t>(config_.hidden_size);
-    const auto I = static_cast<size_t>(config_.intermediate_size);
+    const auto I = static_cast<size_t>(layout_.intermediate.count);
     hidden_ = backend_.allocate(t * C);
     normed_ = backend_.allocate(t * C);
-    q_ = backend_.allocate(t * config_.q_dim());
-    k_ = backend_.allocate(t * config_.kv_dim());
-    v_ = backend_.allocate(t * config_.kv_dim());
-    attn_ = backend_.allocate(t * config_.q_dim());
+    q_ = backend_.allocate(t * layout_.q_dim());
+    k_ = backend_.allocate(t * layout_.kv_dim());
+    v_ = backend_.allocate(t * layout_.kv_dim());
+    attn_ = backend_.allocate(t * layout_.q_dim());
     gate_up_ = backend_.allocate(t * 2 * I);
     mlp_ = backend_.allocate(t * I);
     workspace_tokens_ = T;
   }
   if (R > workspace_rows_) {
-    last_hidden_ = backend_.allocate(static_cast<size_t>(R) * config_.hidden_size);
-    logits_ = backend_.allocate(static_cast<size_t>(R) * config_.vocab_size);
+    const auto r = static_cast<size_t>(R);
+    last_hidden_ = backend_.allocate(r * config_.hidden_size);
+    if (shard_.rank == 0) logits_ = backend_.allocate(r * config_.vocab_size);
+    if (shard_.split()) {
+      const size_t slice = r * static_cast<size_t>(layout_.vocab_stride);
+      local_logits_ = backend_.allocate(slice);
+      if (shard_.rank == 0) gathered_logits_ = backend_.allocate(slice * shard_.size);
+    }
     workspace_rows_ = R;
   }
 }
 
+void LlamaModel::all_reduce(float* data, size_t n) {
+  // The communicator works on backend memory (host for the CPU backend; the
+  // NCCL communicator will take device memory).
+  const auto start = std::chrono::steady_clock::now();
+  shard_.comm->all_reduce_sum(std::span<float>(data, n));
+  communication_seconds_ +=
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+}
+
+// Vocabulary-parallel LM head: each rank projects onto its ceil(V/tp) rows,
+// TP rank 0 gathers every rank's (R, ceil(V/tp)) block and lays the blocks
+// side by side into (R, V).
+const float* LlamaModel::gather_logits(int R) {
+  const int S = layout_.vocab_stride, tp = shard_.size, V = config_.vocab_size;
+  const int C = config_.hidden_size;
+  const size_t slice = static_cast<size_t>(R) * S;
+  backend_.matmul(last_hidden_.data(), weights_.lm_head_or_embed(), nullptr, R, C, S,
+                  local_logits_.data());  // (R, S); padding rows give zeros
+  const bool root = shard_.rank == 0;
+  const auto start = std::chrono::steady_clock::now();
+  shard_.comm->gather(std::span<const float>(local_logits_.data(), slice),
+                      root ? std::span<float>(gathered_logits_.data(), slice * tp)
+                           : std::span<float>(),
+                      /*root=*/0);
+  communication_seconds_ +=
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  if (!root) return nullptr;
+
+  if (static_cast<int64_t>(S) * tp == V) {
+    // Every block is full: row (r, s) of the (R, tp, S) result is row (s, r)
+    // of the gathered (tp, R, S), a row gather the backend does in place.
+    reorder_ids_.resize(static_cast<size_t>(R) * tp);
+    for (int r = 0; r < R; ++r)
+      for (int s = 0; s < tp; ++s) reorder_ids_[static_cast<size_t>(r) * tp + s] = s * R + r;
+    backend_.embedding(reorder_ids_, gathered_logits_.data(), S, logits_.data());
+    return logits_.data();
+  }
+  // The last blocks are short (V does not divide): reorder on the host.
+  reorder_host_.resize(slice * tp + static_cast<size_t>(R) * V);
+  const std::span<float> gathered(reorder_host_.data(), slice * tp);
+  const std::span<float> out(reorder_host_.data() + slice * tp, static_cast<size_t>(R) * V);
+  backend_.download(gathered_logits_.data(), gathered);
+  for (int s = 0; s < tp; ++s) {
+    const ShardRange rows = vocab_rows(V, tp, s);
+    for (int r = 0; r < R; ++r) {
+      const float* from = gathered.data() + (static_cast<size_t>(s) * R + r) * S;
+      std::copy(from, from + rows.count, out.data() + static_cast<size_t>(r) * V + rows.begin);
+    }
+  }
+  backend_.upload(out, logits_.data());
+  return logits_.data();
+}
+
 const float* LlamaModel::forward(std::span<const SequenceStep> steps, PagedKvCache& cache) {
   require(!steps.empty(), ErrorKind::invalid_argument, "forward called with no sequences");
+  communication_seconds_ = 0;
+  const int K = layout_.kv_heads.count;
+  require(cache.kv_heads() == K, ErrorKind::invalid_argument, [&] {
+    return "KV cache holds " + std::to_string(cache.kv_heads()) + " KV heads but this shard has " +
+           std::to_string(K) + ". Hint: build the cache with the model's TensorShard";
+  });
   const StepLayout layout =
       lay_out(steps, cache, config_.vocab_size, config_.max_position_embeddings);
   const int T = static_cast<int>(layout.tokens.size());
   const int R = static_cast<int>(layout.logit_rows.size());
   const int C = config_.hidden_size;
-  const int I = config_.intermediate_size;
-  const int H = config_.num_heads;
-  const int K = config_.num_kv_heads;
+  // Local sizes: this shard's heads and MLP rows (the full ones when unsplit).
+  const int I = layout_.intermediate.count;
+  const int H = layout_.q_heads.count;
   const int D = config_.head_dim;
-  const int q_dim = config_.q_dim();
-  const int kv_dim = config_.kv_dim();
+  const int q_dim = layout_.q_dim();
+  const int kv_dim = layout_.kv_dim();
   const float eps = static_cast<float>(config_.rms_norm_eps);
   const float scale = 1.0f / std::sqrt(static_cast<float>(D));
+  const bool split = shard_.split();
+  const size_t TC = static_cast<size_t>(T) * C;
   ensure_workspace(T, R);
   Backend& be = backend_;
 
-  be.embedding(layout.tokens, weights_.embed.data(), C, hidden_.data());  // hidden (T, C)
+  if (!split) {
+    be.embedding(layout.tokens, weights_.embed.data(), C, hidden_.data());  // hidden (T, C)
+  } else {
+    // Vocabulary-parallel embedding: rows this rank owns, zeros for the
+    // rest (id -1); the all-reduce completes every row.
+    const ShardRange own = layout_.vocab;
+    local_ids_.resize(layout.tokens.size());
+    for (size_t t = 0; t < layout.tokens.size(); ++t) {
+      const int32_t id = layout.tokens[t] - own.begin;
+      local_ids_[t] = id >= 0 && id < own.count ? id : -1;
+    }
+    be.embedding(local_ids_, weights_.embed.data(), C, hidden_.data());
+    all_reduce(hidden_.data(), TC);
+  }
   for (int l = 0; l < config_.num_layers; ++l) {
     const LlamaLayerWeights& w = weights_.layers[static_cast<size_t>(l)];
     const PagedKvView kv = cache.layer(l);
 
     // Attention block. The fused qkv matrix is three row ranges, so each
     // projection reads its own rows straight into its own (T, ·) buffer.
+    // Split: qkv is column-parallel (own heads; input replicated), o_proj
+    // row-parallel (own input columns), its (T, C) output all-reduced.
     be.rmsnorm(hidden_.data(), w.attn_norm.data(), T, C, eps, normed_.data());
     const float* qkv = w.qkv.data();
     const float* bias = w.qkv_bias.empty() ? nullptr : w.qkv_bias.data();
@@ -131,27 +248,36 @@ const float* LlamaModel::forward(std::span<const SequenceStep> steps, PagedKvCac
     be.kv_write(k_.data(), v_.data(), layout.slots, kv);
     be.attention(q_.data(), layout.slices, H, kv, scale, attn_.data());           // (T, H*D)
     be.matmul(attn_.data(), w.o_proj.data(), nullptr, T, q_dim, C, normed_.data());
-    be.add(hidden_.data(), normed_.data(), static_cast<size_t>(T) * C);
+    if (split) all_reduce(normed_.data(), TC);
+    be.add(hidden_.data(), normed_.data(), TC);
 
-    // MLP block.
+    // MLP block. Split: gate_up column-parallel (own I/tp), down_proj
+    // row-parallel, its (T, C) output all-reduced.
     be.rmsnorm(hidden_.data(), w.mlp_norm.data(), T, C, eps, normed_.data());
     be.matmul(normed_.data(), w.gate_up.data(), nullptr, T, C, 2 * I, gate_up_.data());  // (T, 2I)
     be.swiglu(gate_up_.data(), T, I, mlp_.data());                                       // (T, I)
     be.matmul(mlp_.data(), w.down_proj.data(), nullptr, T, I, C, normed_.data());
-    be.add(hidden_.data(), normed_.data(), static_cast<size_t>(T) * C);
+    if (split) all_reduce(normed_.data(), TC);
+    be.add(hidden_.data(), normed_.data(), TC);
   }
 
   // Only the rows that need logits pay for the LM head: gather them (the
   // embedding op is a row gather), normalize, project.
   be.embedding(layout.logit_rows, hidden_.data(), C, last_hidden_.data());  // (R, C)
   be.rmsnorm(last_hidden_.data(), weights_.final_norm.data(), R, C, eps, last_hidden_.data());
-  be.matmul(last_hidden_.data(), weights_.lm_head_or_embed(), nullptr, R, C, config_.vocab_size,
-            logits_.data());  // logits (R, V)
+  const float* logits = nullptr;
+  if (!split) {
+    be.matmul(last_hidden_.data(), weights_.lm_head_or_embed(), nullptr, R, C, config_.vocab_size,
+              logits_.data());  // logits (R, V)
+    logits = logits_.data();
+  } else {
+    logits = gather_logits(R);  // (R, V) on TP rank 0, nullptr elsewhere
+  }
 
   for (const SequenceStep& step : steps)
     cache.set_length(step.seq, cache.length(step.seq) + static_cast<int>(step.tokens.size()));
   logit_rows_ = R;
-  return logits_.data();
+  return logits;
 }
 
 }  // namespace tandem

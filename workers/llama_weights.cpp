@@ -29,60 +29,99 @@ Buffer to_backend(Backend& backend, std::span<const float> host) {
 std::array<int64_t, 2> matrix(int64_t rows, int64_t cols) { return {rows, cols}; }
 std::array<int64_t, 1> vector_of(int64_t n) { return {n}; }
 
-// Stacks tensors along dimension 0: each part is (rows_i, cols) and lands
-// at row offset sum(rows_<i) of the (sum rows_i, cols) result.
+// Row range [begin, end) along dimension 0 of a checkpoint tensor.
+struct RowSlice {
+  int64_t begin;
+  int64_t end;
+  int64_t count() const { return end - begin; }
+};
+
+// Stacks row slices of tensors along dimension 0: part i is rows
+// [slice.begin, slice.end) of a (rows_i, cols) tensor and lands after the
+// parts before it. Unsplit, each slice is the whole tensor.
 struct Part {
   std::string name;
-  int64_t rows;
+  int64_t rows;    // the full tensor's rows, for the shape check
+  RowSlice slice;  // the rows this rank reads
 };
 std::vector<float> read_stacked(const CheckpointReader& reader, const std::vector<Part>& parts,
                                 int64_t cols, bool is_vector) {
   int64_t total_rows = 0;
-  for (const Part& p : parts) total_rows += p.rows;
+  for (const Part& p : parts) total_rows += p.slice.count();
   std::vector<float> host(static_cast<size_t>(total_rows * cols));
   size_t offset = 0;
   for (const Part& p : parts) {
-    const size_t n = static_cast<size_t>(p.rows * cols);
+    const size_t n = static_cast<size_t>(p.slice.count() * cols);
     std::span<float> out(host.data() + offset, n);
     if (is_vector) {
-      reader.read_f32(p.name, vector_of(p.rows), out);
+      reader.read_rows_f32(p.name, vector_of(p.rows), p.slice.begin, p.slice.end, out);
     } else {
-      reader.read_f32(p.name, matrix(p.rows, cols), out);
+      reader.read_rows_f32(p.name, matrix(p.rows, cols), p.slice.begin, p.slice.end, out);
     }
     offset += n;
   }
   return host;
 }
 
-LlamaLayerWeights load_layer(const CheckpointReader& reader, const ModelConfig& config, int layer,
-                             Backend& backend) {
+// Columns [c0, c1) of a (rows, cols) tensor: the input-dimension slice of a
+// row-parallel weight. The whole tensor takes the faster contiguous read.
+std::vector<float> read_columns(const CheckpointReader& reader, const std::string& name,
+                                int64_t rows, int64_t cols, int64_t c0, int64_t c1) {
+  if (c0 == 0 && c1 == cols) return reader.read_f32(name, matrix(rows, cols));
+  std::vector<float> host(static_cast<size_t>(rows * (c1 - c0)));
+  reader.read_cols_f32(name, matrix(rows, cols), c0, c1, host);
+  return host;
+}
+
+// This rank's vocabulary rows of a (V, C) tensor, zero-padded to
+// layout.vocab_stride rows.
+std::vector<float> read_vocab_rows(const CheckpointReader& reader, const std::string& name,
+                                   int64_t V, int64_t C, const ShardLayout& layout) {
+  std::vector<float> host(static_cast<size_t>(layout.vocab_stride * C), 0.0f);
+  const size_t n = static_cast<size_t>(layout.vocab.count) * static_cast<size_t>(C);
+  reader.read_rows_f32(name, matrix(V, C), layout.vocab.begin, layout.vocab.end(),
+                       std::span<float>(host.data(), n));
+  return host;
+}
+
+// The row slices of the fused qkv matrix (and its bias) a rank owns.
+std::vector<Part> qkv_parts(const std::string& attn, const std::string& suffix,
+                            const ModelConfig& config, const ShardLayout& layout) {
+  const int64_t D = config.head_dim;
+  const RowSlice q{layout.q_heads.begin * D, layout.q_heads.end() * D};
+  const RowSlice kv{layout.kv_heads.begin * D, layout.kv_heads.end() * D};
+  return {{attn + "q_proj." + suffix, config.q_dim(), q},
+          {attn + "k_proj." + suffix, config.kv_dim(), kv},
+          {attn + "v_proj." + suffix, config.kv_dim(), kv}};
+}
+
+LlamaLayerWeights load_layer(const CheckpointReader& reader, const ModelConfig& config,
+                             const ShardLayout& layout, int layer, Backend& backend) {
   const int64_t C = config.hidden_size, I = config.intermediate_size;
-  const int64_t q_dim = config.q_dim(), kv_dim = config.kv_dim();
+  const int64_t q_dim = config.q_dim();
   const std::string prefix = "model.layers." + std::to_string(layer) + ".";
   const std::string attn = prefix + "self_attn.";
   const std::string mlp = prefix + "mlp.";
+  const RowSlice mine{layout.intermediate.begin, layout.intermediate.end()};
   LlamaLayerWeights w;
   w.attn_norm = to_backend(backend, reader.read_f32(prefix + "input_layernorm.weight", vector_of(C)));
-  w.qkv = to_backend(backend, read_stacked(reader,
-                                           {{attn + "q_proj.weight", q_dim},
-                                            {attn + "k_proj.weight", kv_dim},
-                                            {attn + "v_proj.weight", kv_dim}},
-                                           C, /*is_vector=*/false));
+  w.qkv = to_backend(backend, read_stacked(reader, qkv_parts(attn, "weight", config, layout), C,
+                                           /*is_vector=*/false));
   if (config.attention_bias) {
-    w.qkv_bias = to_backend(backend, read_stacked(reader,
-                                                  {{attn + "q_proj.bias", q_dim},
-                                                   {attn + "k_proj.bias", kv_dim},
-                                                   {attn + "v_proj.bias", kv_dim}},
+    w.qkv_bias = to_backend(backend, read_stacked(reader, qkv_parts(attn, "bias", config, layout),
                                                   1, /*is_vector=*/true));
   }
-  w.o_proj = to_backend(backend, reader.read_f32(attn + "o_proj.weight", matrix(C, q_dim)));
+  w.o_proj = to_backend(backend, read_columns(reader, attn + "o_proj.weight", C, q_dim,
+                                              layout.q_heads.begin * int64_t{layout.head_dim},
+                                              layout.q_heads.end() * int64_t{layout.head_dim}));
   w.mlp_norm =
       to_backend(backend, reader.read_f32(prefix + "post_attention_layernorm.weight", vector_of(C)));
   w.gate_up = to_backend(backend, read_stacked(reader,
-                                               {{mlp + "gate_proj.weight", I},
-                                                {mlp + "up_proj.weight", I}},
+                                               {{mlp + "gate_proj.weight", I, mine},
+                                                {mlp + "up_proj.weight", I, mine}},
                                                C, /*is_vector=*/false));
-  w.down_proj = to_backend(backend, reader.read_f32(mlp + "down_proj.weight", matrix(C, I)));
+  w.down_proj = to_backend(backend, read_columns(reader, mlp + "down_proj.weight", C, I,
+                                                 mine.begin, mine.end));
   return w;
 }
 
@@ -160,14 +199,42 @@ void fill_normal(std::span<float> out, float stddev, uint64_t seed, uint64_t ten
 constexpr float kDummyStddev = 0.02f;  // the usual initializer_range of Llama configs
 
 // Generates tensors through one reused host staging buffer, so its pages are
-// faulted in once rather than once per tensor.
+// faulted in once rather than once per tensor. A shard's tensor is made
+// whole, exactly as the unsplit model's, and then sliced: every TP degree
+// gets the same model for one seed.
 class DummyFactory {
  public:
   DummyFactory(Backend& backend, uint64_t seed) : backend_(backend), seed_(seed) {}
 
-  Buffer matrix(int64_t rows, int64_t cols, uint64_t tensor_id) {
-    std::span<float> host = staging(rows * cols);
-    fill_normal(host, kDummyStddev, seed_, tensor_id);
+  // Row slices of a (rows, cols) tensor, stacked, then zero rows up to
+  // padded_rows (0: no padding).
+  Buffer row_slices(int64_t rows, int64_t cols, uint64_t tensor_id,
+                    std::span<const RowSlice> slices, int64_t padded_rows = 0) {
+    const std::span<const float> whole = full(rows, cols, tensor_id);
+    // Slices that tile the tensor in order (the unsplit model) need no copy.
+    int64_t kept = 0;
+    bool in_order = true;
+    for (const RowSlice& s : slices) {
+      in_order = in_order && s.begin == kept;
+      kept += s.count();
+    }
+    if (in_order && kept == rows && padded_rows <= rows) return to_backend(backend_, whole);
+    std::vector<float> host(static_cast<size_t>(std::max(kept, padded_rows) * cols), 0.0f);
+    float* out = host.data();
+    for (const RowSlice& s : slices) {
+      out = std::copy(whole.begin() + s.begin * cols, whole.begin() + s.end * cols, out);
+    }
+    return to_backend(backend_, host);
+  }
+  // Columns [c0, c1) of a (rows, cols) tensor.
+  Buffer column_slice(int64_t rows, int64_t cols, uint64_t tensor_id, int64_t c0, int64_t c1) {
+    const std::span<const float> whole = full(rows, cols, tensor_id);
+    if (c0 == 0 && c1 == cols) return to_backend(backend_, whole);
+    std::vector<float> host(static_cast<size_t>(rows * (c1 - c0)));
+    for (int64_t r = 0; r < rows; ++r) {
+      std::copy(whole.begin() + r * cols + c0, whole.begin() + r * cols + c1,
+                host.begin() + r * (c1 - c0));
+    }
     return to_backend(backend_, host);
   }
   Buffer ones(int64_t n) {
@@ -177,6 +244,11 @@ class DummyFactory {
   }
 
  private:
+  std::span<float> full(int64_t rows, int64_t cols, uint64_t tensor_id) {
+    std::span<float> host = staging(rows * cols);
+    fill_normal(host, kDummyStddev, seed_, tensor_id);
+    return host;
+  }
   std::span<float> staging(int64_t n) {
     if (staging_.size() < static_cast<size_t>(n)) staging_.resize(static_cast<size_t>(n));
     return {staging_.data(), static_cast<size_t>(n)};
@@ -202,15 +274,16 @@ int64_t LlamaWeights::bytes_read_per_step() const {
 }
 
 LlamaWeights load_llama_weights(const std::filesystem::path& model_dir, const ModelConfig& config,
-                                Backend& backend) {
+                                Backend& backend, const TensorShard& shard) {
   require_sizes(config);
+  const ShardLayout layout = shard_layout(config, shard);
   CheckpointReader reader(model_dir);
   const int64_t C = config.hidden_size, V = config.vocab_size;
   LlamaWeights w;
-  w.embed = to_backend(backend, reader.read_f32("model.embed_tokens.weight", matrix(V, C)));
+  w.embed = to_backend(backend, read_vocab_rows(reader, "model.embed_tokens.weight", V, C, layout));
   w.layers.reserve(static_cast<size_t>(config.num_layers));
   for (int layer = 0; layer < config.num_layers; ++layer) {
-    w.layers.push_back(load_layer(reader, config, layer, backend));
+    w.layers.push_back(load_layer(reader, config, layout, layer, backend));
   }
   w.final_norm = to_backend(backend, reader.read_f32("model.norm.weight", vector_of(C)));
   if (!config.tie_word_embeddings) {
@@ -220,34 +293,50 @@ LlamaWeights load_llama_weights(const std::filesystem::path& model_dir, const Mo
                                  "and config.json says tie_word_embeddings is false. Hint: if "
                                  "the model shares its embedding with the LM head, set "
                                  "tie_word_embeddings to true");
-    w.lm_head = to_backend(backend, reader.read_f32("lm_head.weight", matrix(V, C)));
+    w.lm_head = to_backend(backend, read_vocab_rows(reader, "lm_head.weight", V, C, layout));
   }
+  w.checkpoint_bytes_read = reader.bytes_read();
   return w;
 }
 
-LlamaWeights make_dummy_weights(const ModelConfig& config, uint64_t seed, Backend& backend) {
+LlamaWeights make_dummy_weights(const ModelConfig& config, uint64_t seed, Backend& backend,
+                                const TensorShard& shard) {
   require_sizes(config);
+  const ShardLayout layout = shard_layout(config, shard);
   const int64_t C = config.hidden_size, I = config.intermediate_size, V = config.vocab_size;
-  const int64_t qkv_rows = config.q_dim() + 2 * static_cast<int64_t>(config.kv_dim());
+  const int64_t D = config.head_dim, q_dim = config.q_dim(), kv_dim = config.kv_dim();
+  const int64_t qkv_rows = q_dim + 2 * kv_dim;
+  // Slices of the fused unsplit tensors: qkv is [Wq; Wk; Wv], gate_up [W_gate; W_up].
+  const int64_t k0 = q_dim + layout.kv_heads.begin * D, k1 = q_dim + layout.kv_heads.end() * D;
+  const RowSlice qkv_mine[3] = {{layout.q_heads.begin * D, layout.q_heads.end() * D},
+                                {k0, k1},
+                                {k0 + kv_dim, k1 + kv_dim}};
+  const RowSlice gate_up_mine[2] = {{layout.intermediate.begin, layout.intermediate.end()},
+                                    {I + layout.intermediate.begin, I + layout.intermediate.end()}};
+  const RowSlice vocab_mine[1] = {{layout.vocab.begin, layout.vocab.end()}};
   DummyFactory make(backend, seed);
   // Tensor ids: 0 embed, 1 LM head, then 4 matrices per layer.
   LlamaWeights w;
-  w.embed = make.matrix(V, C, 0);
+  w.embed = make.row_slices(V, C, 0, vocab_mine, layout.vocab_stride);
   for (int layer = 0; layer < config.num_layers; ++layer) {
     const uint64_t id = 2 + 4 * static_cast<uint64_t>(layer);
     LlamaLayerWeights l;
     l.attn_norm = make.ones(C);
-    l.qkv = make.matrix(qkv_rows, C, id);
+    l.qkv = make.row_slices(qkv_rows, C, id, qkv_mine);
     // Biases are zero, which allocate() already gives.
-    if (config.attention_bias) l.qkv_bias = backend.allocate(static_cast<size_t>(qkv_rows));
-    l.o_proj = make.matrix(C, config.q_dim(), id + 1);
+    if (config.attention_bias) {
+      l.qkv_bias = backend.allocate(static_cast<size_t>(layout.q_dim() + 2 * layout.kv_dim()));
+    }
+    l.o_proj = make.column_slice(C, q_dim, id + 1, layout.q_heads.begin * D,
+                                 layout.q_heads.end() * D);
     l.mlp_norm = make.ones(C);
-    l.gate_up = make.matrix(2 * I, C, id + 2);
-    l.down_proj = make.matrix(C, I, id + 3);
+    l.gate_up = make.row_slices(2 * I, C, id + 2, gate_up_mine);
+    l.down_proj = make.column_slice(C, I, id + 3, layout.intermediate.begin,
+                                    layout.intermediate.end());
     w.layers.push_back(std::move(l));
   }
   w.final_norm = make.ones(C);
-  if (!config.tie_word_embeddings) w.lm_head = make.matrix(V, C, 1);
+  if (!config.tie_word_embeddings) w.lm_head = make.row_slices(V, C, 1, vocab_mine, layout.vocab_stride);
   return w;
 }
 

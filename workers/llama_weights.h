@@ -6,6 +6,18 @@
 //   gate_up (2I, C)                rows [W_gate; W_up]
 // Everything else keeps its Hugging Face shape. With tied embeddings,
 // lm_head is empty and the forward pass uses embed.
+//
+// A tensor-parallel shard (workers/tensor_parallel.h) holds only its slices,
+// Megatron-style; shapes below are local, in the letters of ShardLayout
+// (unsplit: every local size equals the full one):
+//   qkv        rows of its query heads, then of its KV heads (k, then v):
+//              weight split along its output dimension (column-parallel)
+//   gate_up    its I/tp rows of W_gate, then the same rows of W_up (column-parallel)
+//   o_proj     its q_dim columns; down_proj its I/tp columns: weight split
+//              along its input dimension (row-parallel), output all-reduced
+//   embed, lm_head  its vocabulary rows, zero-padded to ceil(V/tp) rows so
+//              every rank's LM-head output has the same width
+//   norms      replicated
 #pragma once
 
 #include <cstdint>
@@ -14,24 +26,28 @@
 
 #include "kernels/backend.h"
 #include "workers/model_config.h"
+#include "workers/tensor_parallel.h"
 
 namespace tandem {
 
 struct LlamaLayerWeights {
   Buffer attn_norm;  // (C)
-  Buffer qkv;        // (q_dim + 2*kv_dim, C)
+  Buffer qkv;        // (q_dim + 2*kv_dim, C), local dims
   Buffer qkv_bias;   // (q_dim + 2*kv_dim) or empty
   Buffer o_proj;     // (C, q_dim)
   Buffer mlp_norm;   // (C)
-  Buffer gate_up;    // (2I, C)
+  Buffer gate_up;    // (2I, C), local I
   Buffer down_proj;  // (C, I)
 };
 
 struct LlamaWeights {
-  Buffer embed;       // (V, C)
+  Buffer embed;       // (ceil(V/tp), C): V rows when unsplit
   std::vector<LlamaLayerWeights> layers;
   Buffer final_norm;  // (C)
-  Buffer lm_head;     // (V, C), empty when tied
+  Buffer lm_head;     // like embed, empty when tied
+  // Checkpoint bytes (stored dtype) this rank read to build these weights;
+  // 0 for dummy weights.
+  int64_t checkpoint_bytes_read = 0;
   const float* lm_head_or_embed() const { return lm_head.empty() ? embed.data() : lm_head.data(); }
   // Bytes of weights one forward step reads (the LM head once even if tied).
   int64_t bytes_read_per_step() const;
@@ -40,11 +56,15 @@ struct LlamaWeights {
 // Reads a Hugging Face checkpoint directory (model.safetensors or the shards
 // named by model.safetensors.index.json), converts F32/F16/BF16 to f32 and
 // checks every shape against the config. Errors name the file and tensor.
+// A shard reads only its own slices of the memory-mapped files.
 LlamaWeights load_llama_weights(const std::filesystem::path& model_dir, const ModelConfig& config,
-                                Backend& backend);
+                                Backend& backend, const TensorShard& shard = {});
 
 // Random weights of the configured shape (the `dummy` load format): normal
-// with std 0.02 for matrices, ones for norms; deterministic in seed.
-LlamaWeights make_dummy_weights(const ModelConfig& config, uint64_t seed, Backend& backend);
+// with std 0.02 for matrices, ones for norms; deterministic in seed. A
+// shard's weights are exactly the slices of the unsplit model with the same
+// seed, so every TP degree runs the same model.
+LlamaWeights make_dummy_weights(const ModelConfig& config, uint64_t seed, Backend& backend,
+                                const TensorShard& shard = {});
 
 }  // namespace tandem

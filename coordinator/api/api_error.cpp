@@ -59,6 +59,7 @@ ApiError api_error_from(const Error& error) {
     case ErrorKind::not_found:
       return not_found(error.what());
     case ErrorKind::out_of_resources:
+    case ErrorKind::unavailable:
       return unavailable(error.what());
     case ErrorKind::corrupt_data:
     case ErrorKind::internal:

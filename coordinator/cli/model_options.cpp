@@ -38,7 +38,7 @@ OpenModel open_model(const Args& args) {
     const bool dummy_draft = args.has("dummy-draft");
     open.draft = load(args.get(dummy_draft ? "dummy-draft" : "draft"), dummy_draft, args,
                       *open.backend);
-    require_same_vocabulary(*open.target.model, *open.draft->model);
+    require_same_vocabulary(open.target.config, open.draft->config);
   }
   return open;
 }

@@ -7,7 +7,7 @@
 #include "coordinator/cli/args.h"
 #include "coordinator/cli/commands.h"
 #include "coordinator/config/deployment_config.h"
-#include "coordinator/server/server_app.h"
+#include "coordinator/cluster/serve_in_role.h"
 
 namespace tandem::cli {
 
@@ -27,7 +27,7 @@ int serve_command(const Words& words) {
     require(port >= 0 && port <= 65535, ErrorKind::invalid_argument, "--port must be in [0, 65535]");
     config.server.port = static_cast<int>(port);
   }
-  return run_until_signalled(std::move(config));
+  return serve_in_role(std::move(config));
 }
 
 }  // namespace tandem::cli

@@ -274,6 +274,35 @@ std::int64_t ConfigSection::integer(std::string_view key, std::int64_t fallback,
   return to_integer(key, node->Scalar(), low, high);
 }
 
+std::vector<std::int64_t> ConfigSection::integer_list(std::string_view key,
+                                                      const std::vector<std::int64_t>& fallback,
+                                                      std::int64_t low, std::int64_t high) const {
+  const Entry* entry = find(key);
+  if (!entry) return fallback;
+  if (!entry->value.IsSequence()) {
+    fail(key, "expected a list of integers such as [2, 3], got " + describe_node(entry->value));
+  }
+  std::vector<std::int64_t> values;
+  for (std::size_t i = 0; i < entry->value.size(); ++i) {
+    const YAML::Node element = entry->value[i];
+    const std::string name = std::string(key) + "[" + std::to_string(i) + "]";
+    if (!element.IsScalar() || !is_plain(element)) {
+      fail(key, name + ": expected an integer, got " + describe_node(element));
+    }
+    std::int64_t value = 0;
+    const Parsed parsed = parse_integer(element.Scalar(), value);
+    if (parsed == Parsed::malformed) {
+      fail(key, name + ": expected an integer, got \"" + element.Scalar() + "\"");
+    }
+    if (parsed == Parsed::out_of_range || value < low || value > high) {
+      fail(key, name + ": must be an integer in [" + std::to_string(low) + ", " +
+                    std::to_string(high) + "], got " + element.Scalar());
+    }
+    values.push_back(value);
+  }
+  return values;
+}
+
 double ConfigSection::number(std::string_view key, double fallback, const Interval& allowed) const {
   const YAML::Node* node = require_scalar(key, "a number");
   if (!node) return fallback;

@@ -39,6 +39,7 @@ class ConfigSection {
                             std::shared_ptr<const std::string> text);
 
   const std::string& path() const { return path_; }  // "" for the top level
+  const std::string& source() const { return source_; }  // the file, for located()
   std::string path_of(std::string_view key) const;   // "server.port"
   bool has(std::string_view key) const;
   // 1-based line of key; of this section's own key when key is absent (0 = none).
@@ -55,6 +56,11 @@ class ConfigSection {
 
   std::int64_t integer(std::string_view key, std::int64_t fallback, std::int64_t low,
                        std::int64_t high) const;
+  // A list of integers, each in [low, high] ([2, 3] or a block list);
+  // fallback when absent. An element's error names key[index].
+  std::vector<std::int64_t> integer_list(std::string_view key,
+                                         const std::vector<std::int64_t>& fallback,
+                                         std::int64_t low, std::int64_t high) const;
   double number(std::string_view key, double fallback, const Interval& allowed) const;
   std::string text(std::string_view key, const std::string& fallback) const;
   // text() restricted to a set of words.

@@ -5,6 +5,8 @@
 
 #include <yaml-cpp/yaml.h>
 
+#include <algorithm>
+
 #include <climits>
 #include <fstream>
 #include <memory>
@@ -32,7 +34,9 @@ const Keys kServerKeys = {"host",
                           "served_model_name"};
 const Keys kModelsKeys = {"target", "draft"};
 const Keys kModelKeys = {"path", "load_format", "shape", "seed", "tokenizer"};
-const Keys kPlacementKeys = {"backend", "threads"};
+const Keys kPlacementKeys = {"backend",       "threads",      "coordinator_rank",
+                             "draft_rank",    "draft_device", "target_ranks",
+                             "target_devices", "step_timeout_seconds"};
 const Keys kSpeculationKeys = {"drafter",   "gamma",     "max_gamma", "prior_alpha",
                                "ngram_min", "ngram_max", "lenience"};
 const Keys kSchedulerKeys = {"max_running_sessions", "max_queued_requests",
@@ -114,7 +118,17 @@ ModelSource read_model(const ConfigSection& section) {
   return model;
 }
 
-PlacementConfig read_placement(const ConfigSection& section) {
+}  // namespace
+
+int PlacementConfig::world_size() const {
+  int highest = std::max(coordinator_rank, draft_rank);
+  for (int rank : target_ranks) highest = std::max(highest, rank);
+  return highest + 1;
+}
+
+namespace {
+
+PlacementConfig read_placement(const ConfigSection& section, bool has_draft) {
   section.allow_only(kPlacementKeys);
   PlacementConfig placement;  // backend: cpu, the one BackendKind built so far
   const std::string backend = section.text("backend", "cpu");
@@ -123,6 +137,65 @@ PlacementConfig read_placement(const ConfigSection& section) {
                                 backend + "\"");
   }
   placement.threads = static_cast<int>(section.integer("threads", placement.threads, 0, 1024));
+  constexpr int kMaxRank = 65535;
+  placement.coordinator_rank = static_cast<int>(section.integer("coordinator_rank", 0, 0, kMaxRank));
+  placement.draft_rank = static_cast<int>(
+      section.integer("draft_rank", placement.coordinator_rank, 0, kMaxRank));
+  placement.draft_device = static_cast<int>(section.integer("draft_device", 0, 0, 1023));
+  const auto ranks =
+      section.integer_list("target_ranks", {placement.coordinator_rank}, 0, kMaxRank);
+  placement.target_ranks.assign(ranks.begin(), ranks.end());
+  const auto devices = section.integer_list("target_devices", {}, 0, 1023);
+  placement.target_devices.assign(devices.begin(), devices.end());
+  placement.step_timeout_seconds =
+      section.number("step_timeout_seconds", 30, Interval{0, 86400, true, false});
+  placement.source = config::located(section.source(), section.line_of("target_ranks"), "placement");
+
+  const std::vector<int>& targets = placement.target_ranks;
+  const auto contains = [&](int rank) {
+    return std::find(targets.begin(), targets.end(), rank) != targets.end();
+  };
+  if (targets.empty()) section.fail("target_ranks", "must name at least one rank");
+  for (size_t i = 0; i < targets.size(); ++i) {
+    if (std::count(targets.begin(), targets.end(), targets[i]) > 1) {
+      section.fail("target_ranks", "rank " + std::to_string(targets[i]) + " appears twice");
+    }
+  }
+  if (!placement.target_devices.empty() && placement.target_devices.size() != targets.size()) {
+    section.fail("target_devices", "needs one device per target rank (" +
+                                       std::to_string(targets.size()) + "), got " +
+                                       std::to_string(placement.target_devices.size()));
+  }
+  // The coordinator's engine thread cannot also be one shard among several:
+  // it holds the whole target or none of it.
+  if (contains(placement.coordinator_rank) && targets.size() > 1) {
+    section.fail("target_ranks", "includes the coordinator's rank " +
+                                     std::to_string(placement.coordinator_rank) +
+                                     "; a tensor-parallel group (more than one rank) must use "
+                                     "other ranks");
+  }
+  if (contains(placement.draft_rank) && placement.draft_rank != placement.coordinator_rank) {
+    section.fail("draft_rank", "rank " + std::to_string(placement.draft_rank) +
+                                   " is also a target rank; the draft needs its own rank "
+                                   "(or the coordinator's)");
+  }
+  if (placement.draft_is_remote() && !has_draft) {
+    section.fail("draft_rank", "puts the draft model on rank " +
+                                   std::to_string(placement.draft_rank) +
+                                   ", but models.draft is not configured");
+  }
+  // Every rank of the job has a role: no holes.
+  std::vector<int> used = targets;
+  used.push_back(placement.coordinator_rank);
+  if (has_draft) used.push_back(placement.draft_rank);
+  for (int rank = 0; rank < placement.world_size(); ++rank) {
+    if (std::find(used.begin(), used.end(), rank) == used.end()) {
+      section.fail("target_ranks", "rank " + std::to_string(rank) +
+                                       " has no role (ranks run from 0 to " +
+                                       std::to_string(placement.world_size() - 1) +
+                                       " without gaps)");
+    }
+  }
   return placement;
 }
 
@@ -260,7 +333,8 @@ DeploymentConfig parse_deployment(const std::string& yaml_text, const std::strin
     deployment.draft = read_model(*draft);
   }
 
-  deployment.placement = read_placement(top.section_or_empty("placement"));
+  deployment.placement =
+      read_placement(top.section_or_empty("placement"), deployment.draft.has_value());
   deployment.speculation =
       read_speculation(top.section_or_empty("speculation"), deployment.draft.has_value());
   deployment.scheduler = read_scheduler(top.section_or_empty("scheduler"));

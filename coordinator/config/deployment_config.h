@@ -44,10 +44,28 @@ struct ModelSource {
   std::filesystem::path tokenizer;  // directory holding tokenizer.json; = path when not given
 };
 
-// placement: which backend runs the models, with how many threads.
+// placement: which backend runs the models, with how many threads, and
+// which ranks of an MPI job take which role (DESIGN.md, "Roles"). The
+// defaults put every role on rank 0: one process, no launcher needed.
 struct PlacementConfig {
   BackendKind backend = BackendKind::cpu;  // only cpu is accepted until the GPU backend lands
   int threads = 0;                         // 0: all cores
+  int coordinator_rank = 0;      // HTTP server, tokenizer, scheduler, engine
+  int draft_rank = 0;            // the draft model (may be the coordinator's own)
+  int draft_device = 0;          // its GPU on its host (cuda backend)
+  std::vector<int> target_ranks = {0};  // the target's tensor-parallel group, in TP order
+  std::vector<int> target_devices;      // their GPUs (cuda backend); empty = all 0
+  double step_timeout_seconds = 30;     // a rank silent this long in a step is lost
+  std::string source;  // "FILE:LINE" of the placement section, for errors found at start
+
+  int tensor_parallel() const { return static_cast<int>(target_ranks.size()); }
+  // Processes the job must have: one past the highest rank named.
+  int world_size() const;
+  bool distributed() const { return world_size() > 1; }
+  bool draft_is_remote() const { return draft_rank != coordinator_rank; }
+  bool target_is_remote() const {
+    return target_ranks.size() != 1 || target_ranks[0] != coordinator_rank;
+  }
 };
 
 // Who proposes the tokens the target verifies (workers/speculation/ has each drafter).

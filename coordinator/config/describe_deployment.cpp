@@ -41,6 +41,19 @@ std::string blocks(int count) {
   return count == 0 ? "auto" : std::to_string(count);
 }
 
+// ", one process" or the ranks of each role in an MPI job.
+std::string describe_roles(const PlacementConfig& placement, bool has_draft) {
+  if (!placement.distributed()) return ", one process";
+  std::string ranks;
+  for (int rank : placement.target_ranks) ranks += (ranks.empty() ? "" : ", ") + std::to_string(rank);
+  std::string out = ", " + std::to_string(placement.world_size()) + " ranks: coordinator " +
+                    std::to_string(placement.coordinator_rank);
+  if (has_draft) out += ", draft " + std::to_string(placement.draft_rank);
+  out += ", target TP " + std::to_string(placement.tensor_parallel()) + " on [" + ranks + "]";
+  out += ", step timeout " + number(placement.step_timeout_seconds) + " s";
+  return out;
+}
+
 }  // namespace
 
 std::string describe(const DeploymentConfig& config) {
@@ -60,7 +73,7 @@ std::string describe(const DeploymentConfig& config) {
   out << "placement: " << backend_name(config.placement.backend) << ", "
       << (config.placement.threads == 0 ? "all cores"
                                         : std::to_string(config.placement.threads) + " threads")
-      << "\n";
+      << describe_roles(config.placement, config.draft.has_value()) << "\n";
   out << "speculation: drafter " << describe_drafter(speculation) << ", gamma "
       << (speculation.gamma_auto ? "auto (<= " + std::to_string(speculation.max_gamma) +
                                        ", prior alpha " + number(speculation.prior_alpha) + ")"

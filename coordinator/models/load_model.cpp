@@ -27,8 +27,7 @@ ModelConfig read_config(const std::filesystem::path& path) {
 LoadedModel load_model(const ModelSpec& spec, Backend& backend) {
   LoadedModel loaded;
   ModelConfig config = read_config(spec.path);
-  LlamaWeights weights = spec.dummy ? make_dummy_weights(config, spec.dummy_seed, backend)
-                                    : load_llama_weights(spec.path, config, backend);
+  loaded.config = config;
   if (spec.tokenizer_dir) {
     loaded.tokenizer = Tokenizer::load(*spec.tokenizer_dir);
   } else if (!spec.dummy) {
@@ -38,15 +37,33 @@ LoadedModel load_model(const ModelSpec& spec, Backend& backend) {
   require(spec.block_size > 0, ErrorKind::invalid_argument, "KV block size must be positive");
   const int per_context = (config.max_position_embeddings + spec.block_size - 1) / spec.block_size;
   const int blocks = spec.kv_blocks > 0 ? spec.kv_blocks : std::min(8 * per_context, 4096);
-  loaded.cache = std::make_unique<PagedKvCache>(config, blocks, spec.block_size, backend);
-  loaded.model = std::make_unique<LlamaModel>(std::move(config), std::move(weights), backend);
+  loaded.cache =
+      std::make_unique<PagedKvCache>(config, blocks, spec.block_size, backend, spec.shard);
+  if (!spec.weights) return loaded;
+  LlamaWeights weights =
+      spec.dummy ? make_dummy_weights(config, spec.dummy_seed, backend, spec.shard)
+                 : load_llama_weights(spec.path, config, backend, spec.shard);
+  loaded.bytes_read = weights.checkpoint_bytes_read;
+  loaded.model =
+      std::make_unique<LlamaModel>(std::move(config), std::move(weights), backend, spec.shard);
   return loaded;
 }
 
-void require_same_vocabulary(const LlamaModel& target, const LlamaModel& draft) {
-  require(draft.config().vocab_size == target.config().vocab_size, ErrorKind::invalid_argument,
-          "the draft's vocabulary (" + std::to_string(draft.config().vocab_size) +
-              ") differs from the target's (" + std::to_string(target.config().vocab_size) +
+ModelSpec model_spec(const ModelSource& source, int kv_blocks, int block_size) {
+  ModelSpec spec;
+  spec.dummy = source.load_format == LoadFormat::dummy;
+  spec.path = spec.dummy ? source.shape : source.path;
+  spec.dummy_seed = source.seed;
+  if (!source.tokenizer.empty()) spec.tokenizer_dir = source.tokenizer;
+  spec.kv_blocks = kv_blocks;
+  spec.block_size = block_size;
+  return spec;
+}
+
+void require_same_vocabulary(const ModelConfig& target, const ModelConfig& draft) {
+  require(draft.vocab_size == target.vocab_size, ErrorKind::invalid_argument,
+          "the draft's vocabulary (" + std::to_string(draft.vocab_size) +
+              ") differs from the target's (" + std::to_string(target.vocab_size) +
               "): a draft must share the target's tokenizer");
 }
 

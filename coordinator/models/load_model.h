@@ -9,9 +9,11 @@
 #include <optional>
 
 #include "common/tokenizer/tokenizer.h"
+#include "coordinator/config/deployment_config.h"
 #include "kernels/backend.h"
 #include "workers/kv_cache.h"
 #include "workers/llama_model.h"
+#include "workers/tensor_parallel.h"
 
 namespace tandem {
 
@@ -24,17 +26,27 @@ struct ModelSpec {
   std::optional<std::filesystem::path> tokenizer_dir;  // default: path (none for dummy)
   int kv_blocks = 0;    // 0: enough for 8 full contexts, at most 4096 blocks
   int block_size = 16;  // tokens per KV block
+  // False: the config, tokenizer and KV bookkeeping only (the coordinator of
+  // a job whose target runs on other ranks); model stays null.
+  bool weights = true;
+  // This process's share of a tensor-parallel model (default: all of it).
+  TensorShard shard;
 };
 
 struct LoadedModel {
+  ModelConfig config;
   std::unique_ptr<LlamaModel> model;
   std::unique_ptr<PagedKvCache> cache;
   std::optional<Tokenizer> tokenizer;  // absent for dummy weights without tokenizer_dir
+  int64_t bytes_read = 0;              // checkpoint bytes read (this shard's slices only)
 };
 
 LoadedModel load_model(const ModelSpec& spec, Backend& backend);
 
+// The spec of a deployment's model (models.target or models.draft).
+ModelSpec model_spec(const ModelSource& source, int kv_blocks, int block_size);
+
 // Throws unless the draft can propose tokens the target understands.
-void require_same_vocabulary(const LlamaModel& target, const LlamaModel& draft);
+void require_same_vocabulary(const ModelConfig& target, const ModelConfig& draft);
 
 }  // namespace tandem

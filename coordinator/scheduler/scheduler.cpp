@@ -109,9 +109,19 @@ void Scheduler::run() {
     if (active_.empty()) continue;
     try {
       engine_.step();
-    } catch (const std::exception& error) {
+    } catch (const Error& error) {
       // A failed step leaves no session in a state we can trust: end them
-      // all, and keep serving new ones.
+      // all. A lost rank is the server's end (503, and the owner is told);
+      // anything else is a bug, and new requests are still served.
+      if (error.kind() != ErrorKind::unavailable) {
+        end_all("error", api::internal(std::string("engine step failed: ") + error.what()));
+        continue;
+      }
+      end_all("error", api::unavailable(error.what()));
+      if (options_.on_lost && !lost_reported_) options_.on_lost(error.what());
+      lost_reported_ = true;
+      continue;
+    } catch (const std::exception& error) {
       end_all("error", api::internal(std::string("engine step failed: ") + error.what()));
       continue;
     }

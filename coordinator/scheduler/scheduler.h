@@ -12,6 +12,7 @@
 #include <chrono>
 #include <condition_variable>
 #include <deque>
+#include <functional>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -43,6 +44,9 @@ struct CompletionJob {
 
 struct SchedulerOptions {
   size_t max_queued = 256;  // jobs waiting for admission; more are refused (HTTP 429)
+  // Called once, from the engine thread, when a step fails because another
+  // rank of the job is lost (Error(unavailable)); its requests end with 503.
+  std::function<void(const std::string& why)> on_lost;
 };
 
 class Scheduler {
@@ -86,6 +90,7 @@ class Scheduler {
   Tokenizer tokenizer_;
   ServerMetrics& metrics_;
   SchedulerOptions options_;
+  bool lost_reported_ = false;  // engine thread only
 
   std::mutex mutex_;  // guards inbox_, stopping_, cancel_all_
   std::condition_variable wake_;

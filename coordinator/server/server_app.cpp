@@ -3,13 +3,18 @@
 #include <omp.h>
 #include <pthread.h>
 #include <signal.h>
+#include <unistd.h>
 
 #include <chrono>
 #include <cstdlib>
 #include <iostream>
+#include <mutex>
 #include <thread>
 
 #include "common/error.h"
+#include "coordinator/cluster/peer_channel.h"
+#include "coordinator/cluster/remote_drafter.h"
+#include "coordinator/cluster/remote_target.h"
 #include "coordinator/http/http_server.h"
 #include "coordinator/metrics/server_metrics.h"
 #include "coordinator/models/load_model.h"
@@ -18,22 +23,12 @@
 #include "workers/speculation/model_drafter.h"
 #include "workers/speculation/ngram_drafter.h"
 #include "workers/speculation/speculative_engine.h"
+#include "workers/speculation/target_step_runner.h"
 
 namespace tandem {
 namespace {
 
 using namespace std::chrono_literals;
-
-ModelSpec model_spec(const ModelSource& source, int kv_blocks, int block_size) {
-  ModelSpec spec;
-  spec.dummy = source.load_format == LoadFormat::dummy;
-  spec.path = spec.dummy ? source.shape : source.path;
-  spec.dummy_seed = source.seed;
-  if (!source.tokenizer.empty()) spec.tokenizer_dir = source.tokenizer;
-  spec.kv_blocks = kv_blocks;
-  spec.block_size = block_size;
-  return spec;
-}
 
 ServiceSettings service_settings(const DeploymentConfig& config) {
   ServiceSettings settings;
@@ -67,11 +62,11 @@ ServiceSettings service_settings(const DeploymentConfig& config) {
   return settings;
 }
 
-ModelFacts model_facts(const LlamaModel& target, const Tokenizer& tokenizer) {
+ModelFacts model_facts(const ModelConfig& target, const Tokenizer& tokenizer) {
   ModelFacts facts;
-  facts.context_length = target.config().max_position_embeddings;
-  facts.vocab_size = target.config().vocab_size;
-  facts.stop_ids = target.config().eos_token_ids;
+  facts.context_length = target.max_position_embeddings;
+  facts.vocab_size = target.vocab_size;
+  facts.stop_ids = target.eos_token_ids;
   if (auto eos = tokenizer.eos_id(); eos && facts.stop_ids.empty()) facts.stop_ids = {*eos};
   return facts;
 }
@@ -87,19 +82,27 @@ struct ServerApp::Parts {
   std::unique_ptr<Backend> backend;
   LoadedModel target;
   std::optional<LoadedModel> draft;
-  std::unique_ptr<ModelDrafter> model_drafter;
+  std::unique_ptr<Drafter> model_drafter;  // ModelDrafter, or RemoteDrafter on its own rank
   std::unique_ptr<NgramDrafter> ngram_drafter;
   NoDrafter no_drafter;
+  std::unique_ptr<TargetExecutor> target_executor;  // null: the engine runs target.model itself
   std::unique_ptr<SpeculativeEngine> engine;
   std::unique_ptr<Scheduler> scheduler;
+  mutable std::mutex lost_mutex;
+  std::string lost;  // why another rank is lost; empty while all answer
 };
 
-ServerApp::ServerApp(DeploymentConfig config, std::ostream& log)
-    : config_(std::move(config)), log_(log), parts_(std::make_unique<Parts>()) {}
+ServerApp::ServerApp(DeploymentConfig config, std::ostream& log, PeerChannel* cluster)
+    : config_(std::move(config)), log_(log), cluster_(cluster), parts_(std::make_unique<Parts>()) {}
 
 ServerApp::~ServerApp() {
   if (parts_->http) parts_->http->stop();
   if (parts_->scheduler) parts_->scheduler->stop();
+}
+
+std::string ServerApp::lost() const {
+  std::lock_guard lock(parts_->lost_mutex);
+  return parts_->lost;
 }
 
 int ServerApp::port() const { return parts_->http ? parts_->http->port() : 0; }
@@ -124,22 +127,8 @@ void ServerApp::start() {
   log_ << "tandem: listening on http://" << config.server.host << ":" << parts.http->port()
        << ", loading models" << std::endl;
 
-  parts.backend = make_cpu_backend();
-  parts.target = load_model(
-      model_spec(config.target, config.scheduler.kv_blocks, config.scheduler.block_size),
-      *parts.backend);
-  require(parts.target.tokenizer.has_value(), ErrorKind::invalid_argument,
-          "models.target.tokenizer: the server needs a tokenizer; give a directory holding "
-          "tokenizer.json when the weights are dummy");
-  if (config.draft) {
-    parts.draft = load_model(
-        model_spec(*config.draft, config.scheduler.draft_kv_blocks, config.scheduler.block_size),
-        *parts.backend);
-    require_same_vocabulary(*parts.target.model, *parts.draft->model);
-    parts.model_drafter = std::make_unique<ModelDrafter>(*parts.draft->model, *parts.draft->cache);
-  }
-  parts.ngram_drafter =
-      std::make_unique<NgramDrafter>(config.speculation.ngram_min, config.speculation.ngram_max);
+  load_models();
+  if (cluster_) wait_for_workers();
   std::vector<Drafter*> drafters;
   if (parts.model_drafter) drafters.push_back(parts.model_drafter.get());
   drafters.push_back(parts.ngram_drafter.get());
@@ -148,24 +137,92 @@ void ServerApp::start() {
   EngineLimits limits;
   limits.max_running = config.scheduler.max_running_sessions;
   limits.step_token_budget = config.scheduler.step_token_budget;
-  parts.engine = std::make_unique<SpeculativeEngine>(*parts.target.model, *parts.target.cache,
-                                                     drafters, limits);
+  parts.engine =
+      parts.target_executor
+          ? std::make_unique<SpeculativeEngine>(parts.target.config, *parts.target.cache,
+                                                *parts.target_executor, drafters, limits)
+          : std::make_unique<SpeculativeEngine>(*parts.target.model, *parts.target.cache,
+                                                drafters, limits);
   parts.engine->calibrate();
 
   const Tokenizer& tokenizer = *parts.target.tokenizer;
   SchedulerOptions scheduler_options;
   scheduler_options.max_queued = static_cast<size_t>(config.scheduler.max_queued_requests);
+  scheduler_options.on_lost = [&parts](const std::string& why) {
+    {
+      std::lock_guard lock(parts.lost_mutex);
+      parts.lost = why;
+    }
+    kill(getpid(), SIGUSR1);  // run_until_signalled's sigwait() takes it
+  };
   parts.scheduler = std::make_unique<Scheduler>(
       *parts.engine, *parts.target.cache, parts.draft ? parts.draft->cache.get() : nullptr,
       tokenizer, parts.metrics, scheduler_options);
   parts.scheduler->start();
-  parts.service->attach(*parts.scheduler, tokenizer, model_facts(*parts.target.model, tokenizer));
+  parts.service->attach(*parts.scheduler, tokenizer, model_facts(parts.target.config, tokenizer));
   log_ << "tandem: ready: " << config.server.served_model_name << " (target "
        << (config.target.load_format == LoadFormat::dummy ? config.target.shape
                                                            : config.target.path)
               .string()
        << (config.draft ? ", draft " + config.draft->path.string() : std::string())
        << ", drafter " << drafter_name(config.speculation.drafter) << ")" << std::endl;
+}
+
+void ServerApp::load_models() {
+  Parts& parts = *parts_;
+  const DeploymentConfig& config = config_;
+  const PlacementConfig& placement = config.placement;
+  const bool remote_target = cluster_ && placement.target_is_remote();
+  const bool remote_draft = cluster_ && config.draft && placement.draft_is_remote();
+  parts.backend = make_cpu_backend();
+  ModelSpec target = model_spec(config.target, config.scheduler.kv_blocks,
+                                config.scheduler.block_size);
+  target.weights = !remote_target;  // the coordinator keeps only the KV bookkeeping
+  parts.target = load_model(target, *parts.backend);
+  require(parts.target.tokenizer.has_value(), ErrorKind::invalid_argument,
+          "models.target.tokenizer: the server needs a tokenizer; give a directory holding "
+          "tokenizer.json when the weights are dummy");
+  if (config.draft) {
+    ModelSpec draft = model_spec(*config.draft, config.scheduler.draft_kv_blocks,
+                                 config.scheduler.block_size);
+    draft.weights = !remote_draft;
+    parts.draft = load_model(draft, *parts.backend);
+    require_same_vocabulary(parts.target.config, parts.draft->config);
+    if (remote_draft) {
+      parts.model_drafter = std::make_unique<RemoteDrafter>(*cluster_);
+      parts.draft.reset();  // its KV lives on the draft rank
+    } else {
+      parts.model_drafter =
+          std::make_unique<ModelDrafter>(*parts.draft->model, *parts.draft->cache);
+    }
+  }
+  parts.ngram_drafter =
+      std::make_unique<NgramDrafter>(config.speculation.ngram_min, config.speculation.ngram_max);
+  if (remote_target) {
+    parts.target_executor = std::make_unique<RemoteTarget>(*cluster_);
+  } else if (remote_draft) {
+    // The target is here but the draft is not: its q rows come to this rank.
+    PeerChannel& channel = *cluster_;
+    parts.target_executor = std::make_unique<TargetStepRunner>(
+        *parts.target.model, *parts.target.cache, TargetStepRunner::CacheMode::shared, [&channel] {
+          return wire::decode_q_rows(
+              channel.await(channel.layout().placement.draft_rank,
+                            wire::tag_of(wire::MessageType::q_rows), "send its q rows"));
+        });
+  }
+}
+
+void ServerApp::wait_for_workers() {
+  const ClusterLayout& layout = cluster_->layout();
+  for (int rank = 0; rank < layout.world_size; ++rank) {
+    if (rank == layout.rank) continue;
+    // Loading takes as long as it takes; a rank that fails to load ends the job.
+    const wire::WorkerReady ready = wire::decode_worker_ready(
+        cluster_->wait_forever(rank, wire::tag_of(wire::MessageType::worker_ready)));
+    log_ << "tandem: " << layout.describe(rank) << " ready in " << ready.load_seconds
+         << " s: read " << ready.bytes_read / 1e6 << " MB of checkpoint, resident "
+         << ready.resident_bytes / 1e6 << " MB" << std::endl;
+  }
 }
 
 void ServerApp::shutdown() {
@@ -175,6 +232,7 @@ void ServerApp::shutdown() {
   if (!parts.scheduler) {  // still loading
     parts.http->stop();
     parts.http.reset();
+    stop_workers();
     return;
   }
   parts.http->stop_accepting();
@@ -195,21 +253,40 @@ void ServerApp::shutdown() {
   parts.http->stop();
   parts.scheduler->stop();
   parts.http.reset();
+  stop_workers();
 }
 
-int run_until_signalled(DeploymentConfig config) {
+void ServerApp::stop_workers() {
+  if (!cluster_) return;
+  // Small messages go out eagerly: a rank that is lost does not block this.
+  wire::Shutdown message;
+  message.reason = "the coordinator is shutting down";
+  const Bytes bytes = wire::encode(message);
+  for (int rank = 0; rank < cluster_->layout().world_size; ++rank)
+    if (rank != cluster_->layout().rank) cluster_->send(bytes, rank, kCommandTag);
+}
+
+int run_until_signalled(DeploymentConfig config, PeerChannel* cluster) {
   // Block the signals before any thread starts, so every thread inherits the
-  // mask and only sigwait() below receives them.
+  // mask and only sigwait() below receives them. SIGUSR1 is the server's
+  // own: another rank is lost.
   sigset_t signals;
   sigemptyset(&signals);
   sigaddset(&signals, SIGINT);
   sigaddset(&signals, SIGTERM);
+  sigaddset(&signals, SIGUSR1);
   pthread_sigmask(SIG_BLOCK, &signals, nullptr);
 
-  ServerApp app(std::move(config), std::cerr);
+  ServerApp app(std::move(config), std::cerr, cluster);
   app.start();
   int received = 0;
   sigwait(&signals, &received);
+  if (received == SIGUSR1) {
+    std::cerr << "tandem: " << app.lost() << "; failing requests with 503 and stopping the job"
+              << std::endl;
+    app.shutdown();
+    return kLostRankExit;
+  }
   std::cerr << "tandem: " << (received == SIGINT ? "SIGINT" : "SIGTERM")
             << ": shutting down gracefully" << std::endl;
   app.shutdown();

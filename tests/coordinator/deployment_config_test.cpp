@@ -87,7 +87,7 @@ TEST(DeploymentConfig, LocalYamlWritesOutEveryKeyWithAComment) {
     std::istringstream parts(path);
     for (std::string part; present && std::getline(parts, part, '.');) {
       const YAML::Node child = std::as_const(node)[part];  // const: reading must not insert
-      present = child.IsDefined() && (child.IsMap() || child.IsScalar());
+      present = child.IsDefined() && (child.IsMap() || child.IsScalar() || child.IsSequence());
       node.reset(child);
     }
     EXPECT_TRUE(present) << path << " is not in configs/local.yaml";

@@ -1,7 +1,9 @@
 #!/bin/bash
 # Starts `tandem serve` on the embedded default deployment (any free port),
 # runs the official openai npm client against it, then stops the server with
-# SIGTERM and checks that it exits 0 (graceful shutdown).
+# SIGTERM and checks that it exits 0 (graceful shutdown). With TANDEM_CONFIG
+# and TANDEM_RANKS (see start_tandem_server.sh) it does the same against an
+# MPI job, sending SIGTERM to rank 0: every rank must stop and exit 0.
 # usage: run_openai_client.sh TANDEM_BINARY SOURCE_DIR WORK_DIR
 set -euo pipefail
 tandem=$1 source=$2 work=$3
@@ -19,10 +21,14 @@ start_tandem_server "$tandem" "$log"
 
 node "$work/openai_client.mjs" "http://127.0.0.1:$port/v1"
 
-kill -TERM $pid
+if [ -n "${TANDEM_RANKS:-}" ]; then kill -TERM "$(rank_pid 0)"; else kill -TERM $pid; fi
 status=0
 wait $pid || status=$?
 trap - EXIT
 cat "$log"
 [ $status -eq 0 ] || { echo "tandem serve exited $status after SIGTERM"; exit 1; }
 grep -q "tandem: stopped" "$log"
+if [ -n "${TANDEM_RANKS:-}" ]; then
+  stopped=$(grep -c "^tandem: rank [0-9]* (.*) stopped" "$log" || true)
+  [ "$stopped" -eq $((TANDEM_RANKS - 1)) ] || { echo "$stopped of $((TANDEM_RANKS - 1)) workers stopped"; exit 1; }
+fi

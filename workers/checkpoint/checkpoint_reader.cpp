@@ -127,10 +127,17 @@ CheckpointReader::TensorRef CheckpointReader::find_checked(
   return ref;
 }
 
+void CheckpointReader::count(const TensorRef& ref, size_t elements) const {
+  // Only called after a successful read, so the dtype is one Tandem converts.
+  const size_t bytes = elements * (ref.info->dtype ? dtype_size(*ref.info->dtype) : 0);
+  bytes_read_->fetch_add(static_cast<int64_t>(bytes), std::memory_order_relaxed);
+}
+
 void CheckpointReader::read_f32(std::string_view name, std::span<const int64_t> expected_shape,
                                 std::span<float> out) const {
   TensorRef ref = find_checked(name, expected_shape);
   ref.file->read_f32(*ref.info, out);
+  count(ref, out.size());
 }
 
 std::vector<float> CheckpointReader::read_f32(std::string_view name,
@@ -138,6 +145,7 @@ std::vector<float> CheckpointReader::read_f32(std::string_view name,
   TensorRef ref = find_checked(name, expected_shape);
   std::vector<float> out(static_cast<size_t>(ref.info->numel()));
   ref.file->read_f32(*ref.info, out);
+  count(ref, out.size());
   return out;
 }
 
@@ -145,12 +153,14 @@ void CheckpointReader::read_rows_f32(std::string_view name, std::span<const int6
                                      int64_t r0, int64_t r1, std::span<float> out) const {
   TensorRef ref = find_checked(name, expected_shape);
   ref.file->read_rows_f32(*ref.info, r0, r1, out);
+  count(ref, out.size());
 }
 
 void CheckpointReader::read_cols_f32(std::string_view name, std::span<const int64_t> expected_shape,
                                      int64_t c0, int64_t c1, std::span<float> out) const {
   TensorRef ref = find_checked(name, expected_shape);
   ref.file->read_cols_f32(*ref.info, c0, c1, out);
+  count(ref, out.size());
 }
 
 }  // namespace tandem

@@ -5,13 +5,16 @@
 // Each shard is mapped once, when the reader is made; reads convert to f32
 // and check the shape the caller expects, so every error names the file and
 // the tensor. Row and column ranges let a tensor-parallel rank read only its
-// slice of a weight.
+// slice of a weight; bytes_read() counts what they touched, so a rank can
+// report how much of the checkpoint it read.
 //
 // Thread-safety: const member functions may be called concurrently.
 #pragma once
 
+#include <atomic>
 #include <cstdint>
 #include <filesystem>
+#include <memory>
 #include <span>
 #include <string>
 #include <string_view>
@@ -47,6 +50,10 @@ class CheckpointReader {
   void read_cols_f32(std::string_view name, std::span<const int64_t> expected_shape, int64_t c0,
                      int64_t c1, std::span<float> out) const;
 
+  // Tensor bytes (in their stored dtype) the read_* calls have converted so
+  // far: for a tensor-parallel rank, the size of its slices.
+  int64_t bytes_read() const { return bytes_read_->load(std::memory_order_relaxed); }
+
   const std::filesystem::path& directory() const { return dir_; }
   const std::vector<SafetensorsFile>& files() const { return files_; }
 
@@ -54,12 +61,16 @@ class CheckpointReader {
   void open_index(const std::filesystem::path& index_path);
   TensorRef find_checked(std::string_view name, std::span<const int64_t> expected_shape) const;
   std::string searched_files() const;
+  void count(const TensorRef& ref, size_t elements) const;
 
   std::filesystem::path dir_;
   std::filesystem::path index_path_;  // empty for a single-file checkpoint
   std::vector<SafetensorsFile> files_;
   // Per index entry: tensor name → position in files_.
   std::vector<std::pair<std::string, size_t>> weight_map_;
+  // Behind a pointer so that the reader stays movable; atomic because const
+  // reads may run concurrently.
+  std::unique_ptr<std::atomic<int64_t>> bytes_read_ = std::make_unique<std::atomic<int64_t>>(0);
 };
 
 }  // namespace tandem

@@ -1,0 +1,48 @@
+#include "coordinator/cluster/cluster_layout.h"
+
+#include <algorithm>
+
+#include "common/error.h"
+
+namespace tandem {
+
+std::string ClusterLayout::describe(int which) const {
+  const std::vector<int>& targets = placement.target_ranks;
+  const auto shard = std::find(targets.begin(), targets.end(), which);
+  std::string roles;
+  const auto add = [&](const std::string& name) { roles += (roles.empty() ? "" : ", ") + name; };
+  if (which == placement.coordinator_rank) add("coordinator");
+  if (which == placement.draft_rank && placement.draft_is_remote()) add("draft");
+  if (shard != targets.end() && placement.target_is_remote()) {
+    add("target shard " + std::to_string(shard - targets.begin()) + " of " +
+        std::to_string(targets.size()));
+  }
+  return "rank " + std::to_string(which) + " (" + (roles.empty() ? "no role" : roles) + ")";
+}
+
+ClusterLayout make_cluster_layout(const PlacementConfig& placement, int rank, int world_size) {
+  require(world_size == placement.world_size(), ErrorKind::invalid_argument, [&] {
+    return placement.source + ": names ranks 0.." + std::to_string(placement.world_size() - 1) +
+           " (" + std::to_string(placement.world_size()) + " processes), but this job has " +
+           std::to_string(world_size) + ": start it with `mpirun -np " +
+           std::to_string(placement.world_size()) + " tandem serve ...` or change " +
+           "placement.target_ranks / placement.draft_rank";
+  });
+  ClusterLayout layout;
+  layout.placement = placement;
+  layout.rank = rank;
+  layout.world_size = world_size;
+  const std::vector<int>& targets = placement.target_ranks;
+  const auto shard = std::find(targets.begin(), targets.end(), rank);
+  if (rank == placement.coordinator_rank) {
+    layout.role = Role::coordinator;
+  } else if (shard != targets.end()) {
+    layout.role = Role::target_shard;
+    layout.tp_rank = static_cast<int>(shard - targets.begin());
+  } else {
+    layout.role = Role::draft;  // placement checked that every rank has a role
+  }
+  return layout;
+}
+
+}  // namespace tandem

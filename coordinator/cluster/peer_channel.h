@@ -1,0 +1,41 @@
+// PeerChannel: the coordinator's and workers' way to talk to each other
+// over the world Communicator, with the conventions of this job:
+// - everything the coordinator tells a worker (DraftStep, TargetStep,
+//   Shutdown) uses one command tag, so a worker waits in one place;
+// - replies use their message type's tag; target shards acknowledge each
+//   step on receipt (kAckTag), so that a silent rank can be named;
+// - the coordinator waits for a reply at most placement.step_timeout_seconds
+//   and then throws Error(unavailable) naming the rank (see await()).
+#pragma once
+
+#include <string>
+
+#include "coordinator/cluster/cluster_layout.h"
+#include "transport/communicator.h"
+#include "transport/messages.h"
+
+namespace tandem {
+
+constexpr int kCommandTag = 50;
+constexpr int kAckTag = 51;
+
+class PeerChannel {
+ public:
+  PeerChannel(Communicator& world, const ClusterLayout& layout) : world_(world), layout_(layout) {}
+
+  Communicator& world() { return world_; }
+  const ClusterLayout& layout() const { return layout_; }
+
+  void send(const Bytes& bytes, int to, int tag) { world_.send(bytes, to, tag); }
+  // The next message from `from` with `tag`, or Error(unavailable) reading
+  // "rank N (role) did not <what> within T s" once the step timeout passes.
+  Bytes await(int from, int tag, const std::string& what);
+  // Waits as long as it takes (workers waiting for their next command).
+  Bytes wait_forever(int from, int tag);
+
+ private:
+  Communicator& world_;
+  const ClusterLayout& layout_;
+};
+
+}  // namespace tandem

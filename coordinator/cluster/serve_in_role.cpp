@@ -1,0 +1,98 @@
+#include "coordinator/cluster/serve_in_role.h"
+
+#include <omp.h>
+#include <pthread.h>
+#include <signal.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <fstream>
+#include <iostream>
+#include <optional>
+
+#include "common/error.h"
+#include "coordinator/cluster/cluster_layout.h"
+#include "coordinator/cluster/peer_channel.h"
+#include "coordinator/cluster/worker_loops.h"
+#include "coordinator/models/load_model.h"
+#include "coordinator/server/server_app.h"
+#include "transport/world_communicator.h"
+
+namespace tandem {
+namespace {
+
+int64_t resident_bytes() {
+  std::ifstream statm("/proc/self/statm");
+  int64_t pages = 0, resident = 0;
+  statm >> pages >> resident;
+  return resident * sysconf(_SC_PAGESIZE);
+}
+
+// A worker rank: load its model (or its shard), report, serve until told to stop.
+int run_worker(const DeploymentConfig& config, PeerChannel& channel, Communicator* tp_group) {
+  // SIGTERM and SIGINT reach every rank when mpirun forwards them; the
+  // coordinator decides when the job ends and says so with Shutdown.
+  sigset_t signals;
+  sigemptyset(&signals);
+  sigaddset(&signals, SIGINT);
+  sigaddset(&signals, SIGTERM);
+  pthread_sigmask(SIG_BLOCK, &signals, nullptr);
+  if (config.placement.threads > 0) omp_set_num_threads(config.placement.threads);
+
+  const ClusterLayout& layout = channel.layout();
+  const auto start = std::chrono::steady_clock::now();
+  std::unique_ptr<Backend> backend = make_cpu_backend();
+  const bool draft = layout.role == Role::draft;
+  ModelSpec spec = draft ? model_spec(*config.draft, config.scheduler.draft_kv_blocks,
+                                      config.scheduler.block_size)
+                         : model_spec(config.target, config.scheduler.kv_blocks,
+                                      config.scheduler.block_size);
+  spec.tokenizer_dir.reset();  // the coordinator tokenizes
+  if (!draft) spec.shard = TensorShard{layout.tp_rank, config.placement.tensor_parallel(), tp_group};
+  LoadedModel loaded = load_model(spec, *backend);
+
+  wire::WorkerReady ready;
+  ready.rank = layout.rank;
+  ready.bytes_read = loaded.bytes_read;
+  ready.resident_bytes = resident_bytes();
+  ready.load_seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  const int coordinator = layout.placement.coordinator_rank;
+  channel.send(wire::encode(ready), coordinator, wire::tag_of(wire::MessageType::worker_ready));
+  return draft ? serve_draft_rank(channel, *loaded.model, *loaded.cache)
+               : serve_target_rank(channel, *loaded.model, *loaded.cache);
+}
+
+}  // namespace
+
+int serve_in_role(DeploymentConfig config) {
+  std::optional<MpiRuntime> mpi;  // outlives every communicator below
+  std::unique_ptr<Communicator> world = make_world_communicator(mpi);
+  if (world->size() == 1 && !config.placement.distributed())
+    return run_until_signalled(std::move(config));
+
+  const ClusterLayout layout =
+      make_cluster_layout(config.placement, world->rank(), world->size());
+  // Collective over the whole job: every rank calls it, shards get their group.
+  std::unique_ptr<Communicator> tp_group = world->split(layout.placement.target_ranks);
+  PeerChannel channel(*world, layout);
+  try {
+    if (layout.role != Role::coordinator) {
+      const int code = run_worker(config, channel, tp_group.get());
+      std::cerr << "tandem: " << layout.describe_self() << " stopped" << std::endl;
+      return code;
+    }
+    std::cerr << "tandem: " << layout.describe_self() << " of " << layout.world_size
+              << std::endl;
+    const int code = run_until_signalled(std::move(config), &channel);
+    if (code == kLostRankExit) world->abort_job(code);  // the lost rank cannot be waited for
+    return code;
+  } catch (const std::exception& error) {
+    std::cerr << "tandem: " << layout.describe_self() << ": " << error.what()
+              << "; ending the job" << std::endl;
+    world->abort_job(1);
+  }
+  return 1;  // not reached: abort_job ends every process of the job
+}
+
+}  // namespace tandem

@@ -1,0 +1,19 @@
+// serve_in_role: `tandem serve` for every process of a job.
+//
+// Started directly, the process is the whole server (world size 1, every
+// role local). Under mpirun or srun every rank reads the same config,
+// checks the job against its placement, and takes its role: the
+// coordinator runs the HTTP server and the engine; the draft rank and the
+// target shards load their models, report WorkerReady and serve commands
+// until the coordinator's Shutdown. Returns the process's exit code; a
+// rank that fails, or a coordinator that lost a rank, ends the whole job
+// (MPI_Abort) with a message naming the rank, so nothing is left waiting.
+#pragma once
+
+#include "coordinator/config/deployment_config.h"
+
+namespace tandem {
+
+int serve_in_role(DeploymentConfig config);
+
+}  // namespace tandem

@@ -1,0 +1,96 @@
+#include "coordinator/cluster/worker_loops.h"
+
+#include <map>
+#include <vector>
+
+#include "common/error.h"
+#include "workers/speculation/model_drafter.h"
+#include "workers/speculation/target_step_runner.h"
+
+namespace tandem {
+namespace {
+
+using wire::MessageType;
+
+// The committed tokens of every session the draft rank drafts for.
+using SessionTokens = std::map<SessionKey, std::vector<int32_t>>;
+
+void catch_up(SessionTokens& sessions, const wire::DraftStep::Entry& entry,
+              ModelDrafter& drafter) {
+  std::vector<int32_t>& tokens = sessions[entry.session];
+  require(entry.known >= 0 && static_cast<size_t>(entry.known) <= tokens.size(),
+          ErrorKind::internal, [&] {
+            return "DraftStep: session " + std::to_string(entry.session) + " claims " +
+                   std::to_string(entry.known) + " tokens known, the draft rank holds " +
+                   std::to_string(tokens.size());
+          });
+  tokens.resize(static_cast<size_t>(entry.known));
+  tokens.insert(tokens.end(), entry.new_tokens.begin(), entry.new_tokens.end());
+  // Drop what was drafted past the committed text last time.
+  drafter.commit(entry.session, static_cast<int>(tokens.size()));
+}
+
+}  // namespace
+
+int serve_draft_rank(PeerChannel& channel, LlamaModel& draft, PagedKvCache& cache) {
+  const ClusterLayout& layout = channel.layout();
+  const int coordinator = layout.placement.coordinator_rank;
+  const int target_rank0 = layout.placement.target_ranks.front();
+  ModelDrafter drafter(draft, cache);
+  SessionTokens sessions;
+  for (;;) {
+    const Bytes bytes = channel.wait_forever(coordinator, kCommandTag);
+    if (wire::peek_type(bytes) == MessageType::shutdown) return wire::decode_shutdown(bytes).exit_code;
+    const wire::DraftStep step = wire::decode_draft_step(bytes);
+    for (uint64_t session : step.released) {
+      drafter.release(session);
+      sessions.erase(session);
+    }
+    std::vector<DraftRequest> requests;
+    for (const wire::DraftStep::Entry& entry : step.entries) catch_up(sessions, entry, drafter);
+    for (const wire::DraftStep::Entry& entry : step.entries)
+      requests.push_back({entry.session, sessions.at(entry.session), entry.gamma, entry.sampling});
+    std::vector<DraftProposal> proposals;
+    drafter.propose(requests, proposals);
+
+    wire::DraftReply reply;
+    reply.step = step.step;
+    reply.seconds = drafter.last_seconds();
+    wire::QRows q_rows;
+    q_rows.step = step.step;
+    q_rows.vocab = draft.config().vocab_size;
+    for (size_t i = 0; i < proposals.size(); ++i) {
+      reply.tokens.push_back(proposals[i].tokens);
+      if (!proposals[i].q.empty())
+        q_rows.entries.push_back({requests[i].session, std::move(proposals[i].q)});
+    }
+    // Tokens first: the coordinator needs them to build the TargetStep that
+    // target rank 0 must receive before it takes the rows.
+    channel.send(wire::encode(reply), coordinator, wire::tag_of(MessageType::draft_reply));
+    if (!q_rows.entries.empty())
+      channel.send(wire::encode(q_rows), target_rank0, wire::tag_of(MessageType::q_rows));
+  }
+}
+
+int serve_target_rank(PeerChannel& channel, LlamaModel& shard, PagedKvCache& cache) {
+  const ClusterLayout& layout = channel.layout();
+  const int coordinator = layout.placement.coordinator_rank;
+  const int draft_rank = layout.placement.draft_rank;
+  TargetStepRunner runner(shard, cache, TargetStepRunner::CacheMode::mirrored, [&] {
+    return wire::decode_q_rows(channel.wait_forever(draft_rank, wire::tag_of(MessageType::q_rows)));
+  });
+  for (;;) {
+    const Bytes bytes = channel.wait_forever(coordinator, kCommandTag);
+    if (wire::peek_type(bytes) == MessageType::shutdown) return wire::decode_shutdown(bytes).exit_code;
+    wire::TargetStep step = wire::decode_target_step(bytes);
+    wire::TargetResult ack;
+    ack.step = step.step;
+    channel.send(wire::encode(ack), coordinator, kAckTag);
+    wire::TargetResult result;
+    runner.run(step, result);
+    if (layout.tp_rank == 0)
+      channel.send(wire::encode(result), coordinator, wire::tag_of(MessageType::target_result));
+  }
+}
+
+}  // namespace tandem

@@ -1,0 +1,202 @@
+// Malformed messages are rejected with Error(corrupt_data) naming the
+// message and field: truncated at every length, bad header fields, the
+// wrong decoder, fields inconsistent with each other, random corruption.
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <random>
+#include <string>
+
+#include "common/error.h"
+#include "tests/transport/sample_messages.h"
+#include "transport/messages.h"
+
+namespace tandem::wire {
+namespace {
+
+using test_support::encoded_samples;
+using testing::HasSubstr;
+
+// Runs f, expecting Error(corrupt_data) whose message holds every part.
+template <typename F>
+void expect_corrupt(F&& f, std::initializer_list<std::string> parts) {
+  try {
+    f();
+    ADD_FAILURE() << "decoded without error";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.kind(), ErrorKind::corrupt_data) << e.what();
+    for (const std::string& part : parts) EXPECT_THAT(e.what(), HasSubstr(part));
+  }
+}
+
+void set_u32(Bytes& bytes, size_t offset, uint32_t value) {
+  for (int i = 0; i < 4; ++i) bytes[offset + i] = static_cast<std::byte>(value >> (8 * i));
+}
+
+TEST(MessagesCorrupt, EveryTruncationIsRejectedNamingTheMessage) {
+  for (const auto& sample : encoded_samples()) {
+    for (size_t length = 0; length < sample.bytes.size(); ++length) {
+      SCOPED_TRACE(sample.name + " cut to " + std::to_string(length));
+      expect_corrupt([&] { sample.decode(std::span(sample.bytes).first(length)); }, {sample.name});
+    }
+  }
+}
+
+TEST(MessagesCorrupt, BadMagic) {
+  for (const auto& sample : encoded_samples()) {
+    Bytes bytes = sample.bytes;
+    bytes[1] = std::byte{'X'};
+    expect_corrupt([&] { sample.decode(bytes); }, {sample.name, "magic"});
+    expect_corrupt([&] { peek_type(bytes); }, {"magic"});
+  }
+}
+
+TEST(MessagesCorrupt, OtherVersionNamesBothVersions) {
+  for (const auto& sample : encoded_samples()) {
+    Bytes bytes = sample.bytes;
+    bytes[4] = std::byte{7};
+    expect_corrupt([&] { sample.decode(bytes); }, {sample.name, "version 7", "version 1"});
+  }
+}
+
+TEST(MessagesCorrupt, UnknownType) {
+  for (const auto& sample : encoded_samples()) {
+    Bytes bytes = sample.bytes;
+    bytes[6] = std::byte{99};
+    expect_corrupt([&] { sample.decode(bytes); }, {sample.name, "unknown message type 99"});
+    expect_corrupt([&] { peek_type(bytes); }, {"unknown message type 99"});
+  }
+}
+
+TEST(MessagesCorrupt, WrongDecoderNamesExpectedAndActual) {
+  const auto samples = encoded_samples();
+  for (const auto& decoder : samples) {
+    for (const auto& message : samples) {
+      if (decoder.type == message.type) continue;
+      expect_corrupt([&] { decoder.decode(message.bytes); },
+                     {"message is a " + message.name, "expected a " + decoder.name});
+    }
+  }
+}
+
+TEST(MessagesCorrupt, PayloadLengthMustMatch) {
+  for (const auto& sample : encoded_samples()) {
+    Bytes longer = sample.bytes;
+    set_u32(longer, 8, static_cast<uint32_t>(sample.bytes.size() - 12 + 1));
+    expect_corrupt([&] { sample.decode(longer); }, {sample.name, "payload length"});
+    expect_corrupt([&] { peek_type(longer); }, {"payload length"});
+  }
+}
+
+TEST(MessagesCorrupt, TrailingBytesAreRejected) {
+  for (const auto& sample : encoded_samples()) {
+    Bytes bytes = sample.bytes;
+    bytes.push_back(std::byte{0});
+    set_u32(bytes, 8, static_cast<uint32_t>(bytes.size() - 12));
+    expect_corrupt([&] { sample.decode(bytes); }, {sample.name, "trailing"});
+  }
+}
+
+TEST(MessagesCorrupt, HugeCountIsRejected) {
+  // DraftReply: header (12), step (8), then the count of token rows.
+  Bytes bytes = encode(test_support::sample_draft_reply());
+  set_u32(bytes, 20, 0xFFFFFFFFu);
+  expect_corrupt([&] { decode_draft_reply(bytes); }, {"DraftReply", "tokens", "4294967295"});
+  // Shutdown: header (12), exit_code (4), then the reason's length.
+  bytes = encode(test_support::sample_shutdown());
+  set_u32(bytes, 16, 0xFFFFFFFFu);
+  expect_corrupt([&] { decode_shutdown(bytes); }, {"Shutdown", "reason"});
+}
+
+// ---- fields that contradict each other --------------------------------------------
+
+TEST(MessagesCorrupt, TargetStepBoolMustBeZeroOrOne) {
+  TargetStep message;
+  message.sequences.emplace_back();
+  Bytes bytes = encode(message);
+  // header 12, step 8, count 4, seq 8, start 4, tokens count 4, logit_count 4
+  bytes[44] = std::byte{2};
+  expect_corrupt([&] { decode_target_step(bytes); }, {"TargetStep", "sequences.verify"});
+}
+
+TEST(MessagesCorrupt, TargetStepQSourceOutOfRange) {
+  TargetStep message;
+  message.sequences.emplace_back();
+  Bytes bytes = encode(message);
+  // q_source is the byte before the q count, the released count and the end.
+  bytes[bytes.size() - 9] = std::byte{3};
+  expect_corrupt([&] { decode_target_step(bytes); }, {"TargetStep", "sequences.q_source"});
+}
+
+TEST(MessagesCorrupt, TargetStepBlockMustFitItsTokens) {
+  TargetStep message;
+  message.sequences.emplace_back();
+  TargetStep::Sequence& sequence = message.sequences[0];
+  sequence.tokens = {1, 2};
+  sequence.gamma = 3;
+  expect_corrupt([&] { decode_target_step(encode(message)); }, {"TargetStep", "sequences.gamma"});
+  sequence.gamma = 2;
+  sequence.logit_count = 3;
+  expect_corrupt([&] { decode_target_step(encode(message)); }, {"TargetStep", "sequences.logit_count"});
+  sequence.logit_count = -1;
+  expect_corrupt([&] { decode_target_step(encode(message)); }, {"TargetStep", "sequences.logit_count"});
+}
+
+TEST(MessagesCorrupt, TargetStepQOnlyWithInlineRowsAndWholeRows) {
+  TargetStep message;
+  message.sequences.emplace_back();
+  TargetStep::Sequence& sequence = message.sequences[0];
+  sequence.tokens = {1, 2};
+  sequence.gamma = 2;
+  sequence.q = {0.5f, 0.5f, 1.0f, 0.0f};
+  sequence.q_source = QSource::draft_rank;
+  expect_corrupt([&] { decode_target_step(encode(message)); }, {"TargetStep", "sequences.q"});
+  sequence.q_source = QSource::inline_rows;
+  EXPECT_NO_THROW(decode_target_step(encode(message)));
+  sequence.q.push_back(0.0f);  // 5 values are not 2 rows
+  expect_corrupt([&] { decode_target_step(encode(message)); }, {"TargetStep", "sequences.q"});
+}
+
+TEST(MessagesCorrupt, QRowsMustBeWholeRowsOfVocab) {
+  QRows message = test_support::sample_q_rows();
+  message.entries[0].q.pop_back();
+  expect_corrupt([&] { decode_q_rows(encode(message)); }, {"QRows", "entries.q", "vocab 3"});
+  message.vocab = -1;
+  expect_corrupt([&] { decode_q_rows(encode(message)); }, {"QRows", "vocab"});
+}
+
+TEST(MessagesCorrupt, DraftStepNegativeGamma) {
+  DraftStep message = test_support::sample_draft_step();
+  message.entries[0].gamma = -2;
+  expect_corrupt([&] { decode_draft_step(encode(message)); }, {"DraftStep", "entries.gamma"});
+}
+
+// ---- random corruption ------------------------------------------------------------
+
+TEST(MessagesCorrupt, RandomCorruptionNeverCrashes) {
+  // Flipped bytes may still decode (a changed token id is well-formed); what
+  // must never happen is anything but a clean decode or a tandem::Error.
+  std::mt19937 random(20240611);
+  int rejected = 0;
+  int trials = 0;
+  for (const auto& sample : encoded_samples()) {
+    for (int trial = 0; trial < 3000; ++trial, ++trials) {
+      Bytes bytes = sample.bytes;
+      const int flips = 1 + static_cast<int>(random() % 4);
+      for (int f = 0; f < flips; ++f) {
+        bytes[random() % bytes.size()] = static_cast<std::byte>(random() & 0xFF);
+      }
+      if (random() % 4 == 0) bytes.resize(random() % bytes.size());
+      try {
+        sample.decode(bytes);
+      } catch (const Error& e) {
+        EXPECT_EQ(e.kind(), ErrorKind::corrupt_data) << e.what();
+        ++rejected;
+      }
+    }
+  }
+  EXPECT_GT(rejected, trials / 4);  // most corruptions are caught
+}
+
+}  // namespace
+}  // namespace tandem::wire

@@ -1,0 +1,151 @@
+// Every message type survives encode → decode with every field intact, and
+// peek_type reads the type from the header.
+#include <gtest/gtest.h>
+
+#include "tests/transport/sample_messages.h"
+#include "transport/messages.h"
+
+namespace tandem::wire {
+namespace {
+
+using test_support::sample_draft_reply;
+using test_support::sample_draft_step;
+using test_support::sample_q_rows;
+using test_support::sample_shutdown;
+using test_support::sample_target_result;
+using test_support::sample_target_step;
+
+void expect_same(const SamplingParams& a, const SamplingParams& b) {
+  EXPECT_EQ(a.temperature, b.temperature);
+  EXPECT_EQ(a.top_k, b.top_k);
+  EXPECT_EQ(a.top_p, b.top_p);
+  EXPECT_EQ(a.seed, b.seed);
+}
+
+TEST(MessagesRoundTrip, DraftStep) {
+  const DraftStep sent = sample_draft_step();
+  const DraftStep got = decode_draft_step(encode(sent));
+  EXPECT_EQ(got.step, sent.step);
+  ASSERT_EQ(got.entries.size(), sent.entries.size());
+  for (size_t i = 0; i < sent.entries.size(); ++i) {
+    SCOPED_TRACE(i);
+    EXPECT_EQ(got.entries[i].session, sent.entries[i].session);
+    EXPECT_EQ(got.entries[i].known, sent.entries[i].known);
+    EXPECT_EQ(got.entries[i].new_tokens, sent.entries[i].new_tokens);
+    EXPECT_EQ(got.entries[i].gamma, sent.entries[i].gamma);
+    expect_same(got.entries[i].sampling, sent.entries[i].sampling);
+  }
+  EXPECT_EQ(got.released, sent.released);
+}
+
+TEST(MessagesRoundTrip, DraftReply) {
+  const DraftReply sent = sample_draft_reply();
+  const DraftReply got = decode_draft_reply(encode(sent));
+  EXPECT_EQ(got.step, sent.step);
+  EXPECT_EQ(got.tokens, sent.tokens);
+  EXPECT_EQ(got.seconds, sent.seconds);
+}
+
+TEST(MessagesRoundTrip, QRows) {
+  const QRows sent = sample_q_rows();
+  const QRows got = decode_q_rows(encode(sent));
+  EXPECT_EQ(got.step, sent.step);
+  EXPECT_EQ(got.vocab, sent.vocab);
+  ASSERT_EQ(got.entries.size(), sent.entries.size());
+  for (size_t i = 0; i < sent.entries.size(); ++i) {
+    EXPECT_EQ(got.entries[i].session, sent.entries[i].session);
+    EXPECT_EQ(got.entries[i].q, sent.entries[i].q);  // bit-exact: no float conversion
+  }
+}
+
+TEST(MessagesRoundTrip, TargetStep) {
+  const TargetStep sent = sample_target_step();
+  const TargetStep got = decode_target_step(encode(sent));
+  EXPECT_EQ(got.step, sent.step);
+  ASSERT_EQ(got.sequences.size(), sent.sequences.size());
+  for (size_t i = 0; i < sent.sequences.size(); ++i) {
+    SCOPED_TRACE(i);
+    const TargetStep::Sequence& a = got.sequences[i];
+    const TargetStep::Sequence& b = sent.sequences[i];
+    EXPECT_EQ(a.seq, b.seq);
+    EXPECT_EQ(a.start, b.start);
+    EXPECT_EQ(a.tokens, b.tokens);
+    EXPECT_EQ(a.logit_count, b.logit_count);
+    EXPECT_EQ(a.verify, b.verify);
+    EXPECT_EQ(a.gamma, b.gamma);
+    expect_same(a.sampling, b.sampling);
+    EXPECT_EQ(a.first_position, b.first_position);
+    EXPECT_EQ(a.lenience, b.lenience);
+    EXPECT_EQ(a.session, b.session);
+    EXPECT_EQ(a.q_source, b.q_source);
+    EXPECT_EQ(a.q, b.q);
+  }
+  EXPECT_EQ(got.released, sent.released);
+}
+
+TEST(MessagesRoundTrip, TargetResult) {
+  const TargetResult sent = sample_target_result();
+  const TargetResult got = decode_target_result(encode(sent));
+  EXPECT_EQ(got.step, sent.step);
+  ASSERT_EQ(got.outcomes.size(), sent.outcomes.size());
+  for (size_t i = 0; i < sent.outcomes.size(); ++i) {
+    EXPECT_EQ(got.outcomes[i].accepted, sent.outcomes[i].accepted);
+    EXPECT_EQ(got.outcomes[i].token, sent.outcomes[i].token);
+    EXPECT_EQ(got.outcomes[i].beta_sum, sent.outcomes[i].beta_sum);
+    EXPECT_EQ(got.outcomes[i].beta_count, sent.outcomes[i].beta_count);
+  }
+  EXPECT_EQ(got.forward_seconds, sent.forward_seconds);
+  EXPECT_EQ(got.communication_seconds, sent.communication_seconds);
+}
+
+TEST(MessagesRoundTrip, Shutdown) {
+  const Shutdown sent = sample_shutdown();
+  const Shutdown got = decode_shutdown(encode(sent));
+  EXPECT_EQ(got.exit_code, sent.exit_code);
+  EXPECT_EQ(got.reason, sent.reason);
+}
+
+TEST(MessagesRoundTrip, WorkerReady) {
+  const WorkerReady sent = test_support::sample_worker_ready();
+  const WorkerReady got = decode_worker_ready(encode(sent));
+  EXPECT_EQ(got.rank, sent.rank);
+  EXPECT_EQ(got.bytes_read, sent.bytes_read);
+  EXPECT_EQ(got.resident_bytes, sent.resident_bytes);
+  EXPECT_EQ(got.load_seconds, sent.load_seconds);
+}
+
+TEST(MessagesRoundTrip, EmptyMessagesOfEveryType) {
+  EXPECT_TRUE(decode_draft_step(encode(DraftStep{})).entries.empty());
+  EXPECT_TRUE(decode_draft_reply(encode(DraftReply{})).tokens.empty());
+  EXPECT_TRUE(decode_q_rows(encode(QRows{})).entries.empty());
+  EXPECT_TRUE(decode_target_step(encode(TargetStep{})).sequences.empty());
+  EXPECT_TRUE(decode_target_result(encode(TargetResult{})).outcomes.empty());
+  EXPECT_TRUE(decode_shutdown(encode(Shutdown{})).reason.empty());
+}
+
+TEST(MessagesRoundTrip, PeekTypeAndNames) {
+  for (const auto& sample : test_support::encoded_samples()) {
+    EXPECT_EQ(peek_type(sample.bytes), sample.type) << sample.name;
+    EXPECT_EQ(message_name(sample.type), sample.name);
+  }
+}
+
+TEST(MessagesRoundTrip, TagsAreDistinctPerType) {
+  EXPECT_NE(tag_of(MessageType::draft_step), tag_of(MessageType::draft_reply));
+  EXPECT_EQ(tag_of(MessageType::shutdown), 6);
+}
+
+TEST(MessagesRoundTrip, HeaderLayout) {
+  // "TNDM", version 1, type, payload length: the layout messages.h promises.
+  const Bytes bytes = encode(sample_shutdown());
+  ASSERT_GE(bytes.size(), 12u);
+  EXPECT_EQ(static_cast<char>(bytes[0]), 'T');
+  EXPECT_EQ(static_cast<char>(bytes[3]), 'M');
+  EXPECT_EQ(static_cast<uint8_t>(bytes[4]), kFormatVersion);
+  EXPECT_EQ(static_cast<uint8_t>(bytes[5]), 0);
+  EXPECT_EQ(static_cast<uint8_t>(bytes[6]), static_cast<uint8_t>(MessageType::shutdown));
+  EXPECT_EQ(static_cast<uint8_t>(bytes[8]), bytes.size() - 12);
+}
+
+}  // namespace
+}  // namespace tandem::wire

@@ -1,0 +1,378 @@
+// Tensor parallelism: TP 1, 2 and 4, run as threads over ThreadCommunicator,
+// must compute the unsplit model's logits and choose its tokens.
+//
+// Logit tolerance: for every logits row, max |tp - unsplit| / max |unsplit|
+// < 1e-4 (the all-reduces add partial sums in another order than one GEMM,
+// so equality is not expected). Token ids must be equal exactly.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstring>
+#include <filesystem>
+#include <functional>
+#include <map>
+#include <memory>
+
+#include "common/tokenizer/tokenizer.h"
+#include "tests/support/expect_error.h"
+#include "tests/support/small_model.h"
+#include "tests/support/thread_communicator.h"
+#include "workers/kv_cache.h"
+#include "workers/llama_model.h"
+#include "workers/llama_weights.h"
+#include "workers/plain_decoder.h"
+#include "workers/tensor_parallel.h"
+#include "workers/token_sampler.h"
+
+namespace tandem {
+namespace {
+
+namespace fs = std::filesystem;
+using test_support::run_ranks;
+const fs::path kTinyTarget = fs::path(TANDEM_SOURCE_DIR) / "models" / "tiny" / "target";
+
+using WeightFactory = std::function<LlamaWeights(const TensorShard&, Backend&)>;
+
+TensorShard shard_of(Communicator& comm) {
+  return {comm.rank(), comm.size(), comm.size() > 1 ? &comm : nullptr};
+}
+
+// One model + cache of a shard (the unsplit one by default).
+struct Rank {
+  std::unique_ptr<Backend> backend = make_cpu_backend();
+  std::unique_ptr<PagedKvCache> cache;
+  std::unique_ptr<LlamaModel> model;
+  Rank(const ModelConfig& config, const WeightFactory& make_weights, const TensorShard& shard) {
+    cache = std::make_unique<PagedKvCache>(config, 64, 4, *backend, shard);
+    model = std::make_unique<LlamaModel>(config, make_weights(shard, *backend), *backend, shard);
+  }
+};
+
+// A scenario of ragged steps: a prefill, single-token decodes, then mixed
+// batches of decodes, verification blocks and a new prefill. Returns each
+// step's logits (empty on ranks other than TP rank 0).
+std::vector<std::vector<float>> run_scenario(Rank& rank) {
+  PagedKvCache& cache = *rank.cache;
+  const int V = rank.model->config().vocab_size;
+  auto tokens = [&](int count, int salt) {
+    std::vector<int32_t> t;
+    for (int i = 0; i < count; ++i) t.push_back((salt * 37 + i * 101 + 5) % V);
+    return t;
+  };
+  struct Part {
+    int seq_index;
+    int count;
+    int logit_count;
+  };
+  const std::vector<std::vector<Part>> schedule = {
+      {{0, 7, 7}},
+      {{0, 1, 1}},
+      {{0, 1, 1}},
+      {{0, 1, 1}},
+      {{0, 1, 1}, {1, 5, 2}, {2, 3, 3}},
+      {{2, 4, 1}, {0, 2, 2}, {1, 1, 1}},
+  };
+  std::vector<SequenceId> seqs;
+  for (int i = 0; i < 3; ++i) seqs.push_back(cache.create_sequence());
+  std::vector<std::vector<float>> out;
+  int salt = 0;
+  for (const auto& parts : schedule) {
+    std::vector<std::vector<int32_t>> held;
+    std::vector<SequenceStep> steps;
+    for (const Part& p : parts) held.push_back(tokens(p.count, ++salt));
+    for (size_t i = 0; i < parts.size(); ++i) {
+      const SequenceId seq = seqs[static_cast<size_t>(parts[i].seq_index)];
+      EXPECT_TRUE(cache.reserve(seq, cache.length(seq) + parts[i].count));
+      steps.push_back({seq, held[i], parts[i].logit_count});
+    }
+    const float* logits = rank.model->forward(steps, cache);
+    const int R = rank.model->logit_rows();
+    if (rank.model->shard().rank == 0) {
+      out.emplace_back(logits, logits + static_cast<size_t>(R) * V);
+    } else {
+      EXPECT_EQ(logits, nullptr) << "only TP rank 0 gets logits";
+      out.emplace_back();
+    }
+  }
+  return out;
+}
+
+std::vector<std::vector<float>> scenario_logits(const ModelConfig& config,
+                                                const WeightFactory& make_weights, int tp) {
+  std::vector<std::vector<float>> result;
+  run_ranks(tp, [&](Communicator& comm) {
+    Rank rank(config, make_weights, shard_of(comm));
+    auto logits = run_scenario(rank);
+    if (comm.rank() == 0) result = std::move(logits);
+  });
+  return result;
+}
+
+// max |a - b| / max |b| over one row.
+double row_error(const float* a, const float* b, int V) {
+  double diff = 0, scale = 0;
+  for (int i = 0; i < V; ++i) {
+    diff = std::max(diff, static_cast<double>(std::abs(a[i] - b[i])));
+    scale = std::max(scale, static_cast<double>(std::abs(b[i])));
+  }
+  return diff / scale;
+}
+
+void expect_same_logits(const ModelConfig& config, const WeightFactory& make_weights,
+                        std::initializer_list<int> tps) {
+  Rank unsplit(config, make_weights, TensorShard{});
+  const auto expected = run_scenario(unsplit);
+  const int V = config.vocab_size;
+  for (int tp : tps) {
+    const auto got = scenario_logits(config, make_weights, tp);
+    ASSERT_EQ(got.size(), expected.size());
+    double worst = 0;
+    for (size_t s = 0; s < got.size(); ++s) {
+      ASSERT_EQ(got[s].size(), expected[s].size()) << "step " << s;
+      for (size_t r = 0; r < got[s].size() / static_cast<size_t>(V); ++r) {
+        worst = std::max(worst, row_error(got[s].data() + r * V, expected[s].data() + r * V, V));
+      }
+    }
+    EXPECT_LT(worst, 1e-4) << "TP " << tp;
+    std::printf("TP %d: worst relative logits error %.3g\n", tp, worst);
+  }
+}
+
+WeightFactory dummy(const ModelConfig& config, uint64_t seed) {
+  return [config, seed](const TensorShard& shard, Backend& backend) {
+    return make_dummy_weights(config, seed, backend, shard);
+  };
+}
+
+WeightFactory tiny_target(const ModelConfig& config) {
+  return [config](const TensorShard& shard, Backend& backend) {
+    return load_llama_weights(kTinyTarget, config, backend, shard);
+  };
+}
+
+// ---- split arithmetic --------------------------------------------------------
+
+ModelConfig heads(int H, int K, int I, int V) {
+  ModelConfig c = test_support::small_llama(64, 2, V, 64);
+  c.num_heads = H;
+  c.num_kv_heads = K;
+  c.head_dim = 8;
+  c.intermediate_size = I;
+  return c;
+}
+
+ShardLayout layout_of(const ModelConfig& config, int rank, int tp) {
+  test_support::ThreadGroup group(tp);
+  test_support::ThreadCommunicator comm(group, rank);
+  return shard_layout(config, {rank, tp, tp > 1 ? &comm : nullptr});
+}
+
+TEST(ShardLayout, SplitsHeadsRowsAndVocabulary) {
+  const ModelConfig c = heads(8, 4, 96, 37);
+  const ShardLayout r1 = layout_of(c, 1, 2);
+  EXPECT_EQ(r1.q_heads.begin, 4);
+  EXPECT_EQ(r1.q_heads.count, 4);
+  EXPECT_EQ(r1.kv_heads.begin, 2);
+  EXPECT_EQ(r1.kv_heads.count, 2);
+  EXPECT_EQ(r1.intermediate.begin, 48);
+  EXPECT_EQ(r1.intermediate.count, 48);
+  EXPECT_EQ(r1.vocab_stride, 19);
+  EXPECT_EQ(r1.vocab.begin, 19);
+  EXPECT_EQ(r1.vocab.count, 18);  // V need not divide
+  // K < tp: KV heads replicated over the ranks of their GQA group.
+  const ModelConfig g = heads(8, 2, 96, 40);
+  for (int r = 0; r < 4; ++r) {
+    const ShardLayout l = layout_of(g, r, 4);
+    EXPECT_EQ(l.q_heads.begin, 2 * r);
+    EXPECT_EQ(l.kv_heads.begin, r / 2) << "rank " << r;
+    EXPECT_EQ(l.kv_heads.count, 1);
+  }
+  // Unsplit: everything.
+  const ShardLayout all = shard_layout(c, TensorShard{});
+  EXPECT_EQ(all.q_heads.count, 8);
+  EXPECT_EQ(all.kv_heads.count, 4);
+  EXPECT_EQ(all.vocab.count, 37);
+}
+
+TEST(ShardLayout, IncompatibleSizesNameTheNumbers) {
+  using test_support::expect_invalid;
+  expect_invalid([] { layout_of(heads(8, 4, 96, 40), 0, 3); }, "num_attention_heads 8");
+  expect_invalid([] { layout_of(heads(8, 4, 36, 40), 0, 8); }, "intermediate_size 36");
+  expect_invalid([] { layout_of(heads(12, 4, 48, 40), 0, 6); }, "num_key_value_heads 4");
+  expect_invalid([] { layout_of(heads(12, 6, 48, 40), 0, 4); }, "num_key_value_heads 6");
+  expect_invalid([] { shard_layout(heads(8, 4, 96, 40), {0, 2, nullptr}); }, "communicator");
+}
+
+TEST(ShardLayout, MismatchedWeightsOrCacheAreRejected) {
+  const ModelConfig c = heads(8, 4, 96, 40);
+  run_ranks(2, [&](Communicator& comm) {
+    auto backend = make_cpu_backend();
+    // Unsplit weights under a shard.
+    test_support::expect_invalid(
+        [&] {
+          LlamaModel model(c, make_dummy_weights(c, 1, *backend), *backend, shard_of(comm));
+        },
+        "tensor shard");
+  });
+  auto backend = make_cpu_backend();
+  LlamaModel model(c, make_dummy_weights(c, 1, *backend), *backend);
+  test_support::ThreadGroup group(2);
+  test_support::ThreadCommunicator comm(group, 0);
+  PagedKvCache shard_cache(c, 4, 4, *backend, shard_of(comm));
+  EXPECT_EQ(shard_cache.kv_heads(), 2);
+  const SequenceId seq = shard_cache.create_sequence();
+  ASSERT_TRUE(shard_cache.reserve(seq, 1));
+  const std::vector<int32_t> one{1};
+  SequenceStep step{seq, one, 1};
+  test_support::expect_invalid([&] { model.forward(std::span(&step, 1), shard_cache); },
+                               "KV heads");
+}
+
+TEST(ShardLayout, NegativeEmbeddingIdGivesZeroRow) {
+  auto backend = make_cpu_backend();
+  const std::vector<float> table{1, 2, 3, 4};  // (2, 2)
+  std::vector<float> out(6, 9.0f);
+  const std::vector<int32_t> ids{1, -1, 0};
+  backend->embedding(ids, table.data(), 2, out.data());
+  EXPECT_EQ(out, (std::vector<float>{3, 4, 0, 0, 1, 2}));
+}
+
+// ---- dummy models of every split kind ----------------------------------------
+
+TEST(TensorParallel, DummyWithMoreKvHeadsThanRanks) {
+  expect_same_logits(heads(8, 8, 96, 64), dummy(heads(8, 8, 96, 64), 3), {2, 4});
+}
+
+TEST(TensorParallel, DummyWithReplicatedKvHeads) {
+  expect_same_logits(heads(8, 2, 96, 64), dummy(heads(8, 2, 96, 64), 4), {4, 8});
+}
+
+TEST(TensorParallel, DummyWithVocabularyNotDividingTiedAndBiased) {
+  ModelConfig c = heads(8, 4, 96, 37);
+  c.tie_word_embeddings = true;
+  c.attention_bias = true;
+  expect_same_logits(c, dummy(c, 5), {2, 4});
+}
+
+TEST(TensorParallel, DummyShardsAreSlicesOfTheUnsplitModel) {
+  const ModelConfig c = heads(8, 4, 96, 40);
+  auto backend = make_cpu_backend();
+  const LlamaWeights whole = make_dummy_weights(c, 9, *backend);
+  run_ranks(2, [&](Communicator& comm) {
+    auto be = make_cpu_backend();
+    const LlamaWeights part = make_dummy_weights(c, 9, *be, shard_of(comm));
+    const int r = comm.rank();
+    const size_t C = 64;
+    // down_proj (C, I): columns [48r, 48r + 48).
+    for (size_t row = 0; row < C; ++row) {
+      ASSERT_EQ(std::memcmp(part.layers[1].down_proj.data() + row * 48,
+                            whole.layers[1].down_proj.data() + row * 96 + 48 * r, 48 * 4),
+                0);
+    }
+    // embed rows [20r, 20r + 20).
+    ASSERT_EQ(std::memcmp(part.embed.data(), whole.embed.data() + 20 * r * C, 20 * C * 4), 0);
+  });
+}
+
+// ---- the tiny trained target ---------------------------------------------------
+
+TEST(TensorParallel, TinyTargetLogitsMatchUnsplit) {
+  const ModelConfig config = load_model_config(kTinyTarget);
+  expect_same_logits(config, tiny_target(config), {2, 4});
+}
+
+// Decodes n tokens after prompt at tp ranks in lockstep: every rank runs the
+// same steps; TP rank 0 picks each token (TokenSampler, as plain decoding
+// does) and broadcasts it.
+std::vector<int32_t> lockstep_decode(const ModelConfig& config, int tp,
+                                     const std::vector<int32_t>& prompt,
+                                     const SamplingParams& params, int n) {
+  std::vector<int32_t> result;
+  run_ranks(tp, [&](Communicator& comm) {
+    Rank rank(config, tiny_target(config), shard_of(comm));
+    TokenSampler sampler(*rank.backend, config.vocab_size);
+    const SequenceId seq = rank.cache->create_sequence();
+    ASSERT_TRUE(rank.cache->reserve(seq, static_cast<int>(prompt.size()) + n));
+    std::vector<int32_t> out;
+    SequenceStep step{seq, prompt, 1};
+    int32_t token = 0;
+    for (int i = 0; i < n; ++i) {
+      const float* logits = rank.model->forward(std::span(&step, 1), *rank.cache);
+      Bytes bytes(sizeof token);
+      if (comm.rank() == 0) {
+        const int64_t position = static_cast<int64_t>(prompt.size()) + i;
+        token = sampler.pick(logits, params, position);
+        std::memcpy(bytes.data(), &token, sizeof token);
+      }
+      comm.broadcast(bytes, 0);
+      std::memcpy(&token, bytes.data(), sizeof token);
+      out.push_back(token);
+      step.tokens = std::span(&token, 1);
+    }
+    if (comm.rank() == 0) result = out;
+  });
+  return result;
+}
+
+std::vector<int32_t> plain_decode(const ModelConfig& config, const std::vector<int32_t>& prompt,
+                                  const SamplingParams& params, int n) {
+  Rank rank(config, tiny_target(config), TensorShard{});
+  DecodeRequest request{prompt, n, params, {}};
+  std::vector<int32_t> out;
+  decode_plain(*rank.model, *rank.cache, request, [&](int32_t t) {
+    out.push_back(t);
+    return true;
+  });
+  return out;
+}
+
+TEST(TensorParallel, TinyTargetGreedyAndSampledDecodingMatchUnsplit) {
+  const ModelConfig config = load_model_config(kTinyTarget);
+  const Tokenizer tokenizer = Tokenizer::load(kTinyTarget);
+  const std::vector<int32_t> prompt = tokenizer.encode("In the morning, the");
+  constexpr int kTokens = 40;
+  SamplingParams greedy;
+  greedy.temperature = 0;
+  SamplingParams sampled;
+  sampled.temperature = 0.8f;
+  sampled.top_p = 0.95f;
+  sampled.seed = 1234;
+  for (const SamplingParams& params : {greedy, sampled}) {
+    const std::vector<int32_t> expected = plain_decode(config, prompt, params, kTokens);
+    ASSERT_EQ(expected.size(), static_cast<size_t>(kTokens));
+    for (int tp : {1, 2, 4}) {
+      EXPECT_EQ(lockstep_decode(config, tp, prompt, params, kTokens), expected)
+          << "TP " << tp << ", temperature " << params.temperature;
+    }
+  }
+}
+
+TEST(TensorParallel, TinyTargetRanksReadOnlyTheirSlices) {
+  const ModelConfig config = load_model_config(kTinyTarget);
+  std::map<int, std::vector<int64_t>> bytes;  // tp → bytes read per rank
+  std::map<int, std::vector<int64_t>> kv_heads;
+  for (int tp : {1, 2, 4}) {
+    bytes[tp].resize(static_cast<size_t>(tp));
+    kv_heads[tp].resize(static_cast<size_t>(tp));
+    run_ranks(tp, [&](Communicator& comm) {
+      Rank rank(config, tiny_target(config), shard_of(comm));
+      bytes[tp][static_cast<size_t>(comm.rank())] = rank.model->weights().checkpoint_bytes_read;
+      kv_heads[tp][static_cast<size_t>(comm.rank())] = rank.cache->kv_heads();
+    });
+  }
+  const int64_t whole = bytes[1][0];
+  EXPECT_GT(whole, 15'000'000);  // the bf16 file is 15.8 MB
+  std::printf("TP 1 rank 0 read %lld bytes\n", static_cast<long long>(whole));
+  for (int tp : {2, 4}) {
+    for (int r = 0; r < tp; ++r) {
+      const int64_t b = bytes[tp][static_cast<size_t>(r)];
+      std::printf("TP %d rank %d read %lld bytes (%.3f of TP 1)\n", tp, r,
+                  static_cast<long long>(b), static_cast<double>(b) / whole);
+      EXPECT_LT(b, whole * (tp == 2 ? 0.6 : 0.35)) << "TP " << tp << " rank " << r;
+      EXPECT_EQ(kv_heads[tp][static_cast<size_t>(r)], 4 / tp);
+    }
+  }
+}
+
+}  // namespace
+}  // namespace tandem
