@@ -1,9 +1,7 @@
 // Tensor parallelism: TP 1, 2 and 4, run as threads over ThreadCommunicator,
-// must compute the unsplit model's logits and choose its tokens.
-//
-// Logit tolerance: for every logits row, max |tp - unsplit| / max |unsplit|
-// < 1e-4 (the all-reduces add partial sums in another order than one GEMM,
-// so equality is not expected). Token ids must be equal exactly.
+// must compute the unsplit model's logits (within the tolerance of
+// tests/support/tensor_parallel_scenario.h) and choose its tokens exactly.
+// tests/workers/mpi/ runs the same scenarios as MPI processes.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -16,6 +14,7 @@
 #include "common/tokenizer/tokenizer.h"
 #include "tests/support/expect_error.h"
 #include "tests/support/small_model.h"
+#include "tests/support/tensor_parallel_scenario.h"
 #include "tests/support/thread_communicator.h"
 #include "workers/kv_cache.h"
 #include "workers/llama_model.h"
@@ -28,74 +27,15 @@ namespace tandem {
 namespace {
 
 namespace fs = std::filesystem;
+using test_support::dummy;
+using test_support::heads;
+using test_support::kTinyTarget;
+using test_support::Rank;
 using test_support::run_ranks;
-const fs::path kTinyTarget = fs::path(TANDEM_SOURCE_DIR) / "models" / "tiny" / "target";
-
-using WeightFactory = std::function<LlamaWeights(const TensorShard&, Backend&)>;
-
-TensorShard shard_of(Communicator& comm) {
-  return {comm.rank(), comm.size(), comm.size() > 1 ? &comm : nullptr};
-}
-
-// One model + cache of a shard (the unsplit one by default).
-struct Rank {
-  std::unique_ptr<Backend> backend = make_cpu_backend();
-  std::unique_ptr<PagedKvCache> cache;
-  std::unique_ptr<LlamaModel> model;
-  Rank(const ModelConfig& config, const WeightFactory& make_weights, const TensorShard& shard) {
-    cache = std::make_unique<PagedKvCache>(config, 64, 4, *backend, shard);
-    model = std::make_unique<LlamaModel>(config, make_weights(shard, *backend), *backend, shard);
-  }
-};
-
-// A scenario of ragged steps: a prefill, single-token decodes, then mixed
-// batches of decodes, verification blocks and a new prefill. Returns each
-// step's logits (empty on ranks other than TP rank 0).
-std::vector<std::vector<float>> run_scenario(Rank& rank) {
-  PagedKvCache& cache = *rank.cache;
-  const int V = rank.model->config().vocab_size;
-  auto tokens = [&](int count, int salt) {
-    std::vector<int32_t> t;
-    for (int i = 0; i < count; ++i) t.push_back((salt * 37 + i * 101 + 5) % V);
-    return t;
-  };
-  struct Part {
-    int seq_index;
-    int count;
-    int logit_count;
-  };
-  const std::vector<std::vector<Part>> schedule = {
-      {{0, 7, 7}},
-      {{0, 1, 1}},
-      {{0, 1, 1}},
-      {{0, 1, 1}},
-      {{0, 1, 1}, {1, 5, 2}, {2, 3, 3}},
-      {{2, 4, 1}, {0, 2, 2}, {1, 1, 1}},
-  };
-  std::vector<SequenceId> seqs;
-  for (int i = 0; i < 3; ++i) seqs.push_back(cache.create_sequence());
-  std::vector<std::vector<float>> out;
-  int salt = 0;
-  for (const auto& parts : schedule) {
-    std::vector<std::vector<int32_t>> held;
-    std::vector<SequenceStep> steps;
-    for (const Part& p : parts) held.push_back(tokens(p.count, ++salt));
-    for (size_t i = 0; i < parts.size(); ++i) {
-      const SequenceId seq = seqs[static_cast<size_t>(parts[i].seq_index)];
-      EXPECT_TRUE(cache.reserve(seq, cache.length(seq) + parts[i].count));
-      steps.push_back({seq, held[i], parts[i].logit_count});
-    }
-    const float* logits = rank.model->forward(steps, cache);
-    const int R = rank.model->logit_rows();
-    if (rank.model->shard().rank == 0) {
-      out.emplace_back(logits, logits + static_cast<size_t>(R) * V);
-    } else {
-      EXPECT_EQ(logits, nullptr) << "only TP rank 0 gets logits";
-      out.emplace_back();
-    }
-  }
-  return out;
-}
+using test_support::run_scenario;
+using test_support::shard_of;
+using test_support::tiny_target;
+using test_support::WeightFactory;
 
 std::vector<std::vector<float>> scenario_logits(const ModelConfig& config,
                                                 const WeightFactory& make_weights, int tp) {
@@ -108,58 +48,20 @@ std::vector<std::vector<float>> scenario_logits(const ModelConfig& config,
   return result;
 }
 
-// max |a - b| / max |b| over one row.
-double row_error(const float* a, const float* b, int V) {
-  double diff = 0, scale = 0;
-  for (int i = 0; i < V; ++i) {
-    diff = std::max(diff, static_cast<double>(std::abs(a[i] - b[i])));
-    scale = std::max(scale, static_cast<double>(std::abs(b[i])));
-  }
-  return diff / scale;
-}
-
 void expect_same_logits(const ModelConfig& config, const WeightFactory& make_weights,
                         std::initializer_list<int> tps) {
   Rank unsplit(config, make_weights, TensorShard{});
   const auto expected = run_scenario(unsplit);
   const int V = config.vocab_size;
   for (int tp : tps) {
-    const auto got = scenario_logits(config, make_weights, tp);
-    ASSERT_EQ(got.size(), expected.size());
-    double worst = 0;
-    for (size_t s = 0; s < got.size(); ++s) {
-      ASSERT_EQ(got[s].size(), expected[s].size()) << "step " << s;
-      for (size_t r = 0; r < got[s].size() / static_cast<size_t>(V); ++r) {
-        worst = std::max(worst, row_error(got[s].data() + r * V, expected[s].data() + r * V, V));
-      }
-    }
+    const double worst =
+        test_support::worst_row_error(scenario_logits(config, make_weights, tp), expected, V);
     EXPECT_LT(worst, 1e-4) << "TP " << tp;
     std::printf("TP %d: worst relative logits error %.3g\n", tp, worst);
   }
 }
 
-WeightFactory dummy(const ModelConfig& config, uint64_t seed) {
-  return [config, seed](const TensorShard& shard, Backend& backend) {
-    return make_dummy_weights(config, seed, backend, shard);
-  };
-}
-
-WeightFactory tiny_target(const ModelConfig& config) {
-  return [config](const TensorShard& shard, Backend& backend) {
-    return load_llama_weights(kTinyTarget, config, backend, shard);
-  };
-}
-
 // ---- split arithmetic --------------------------------------------------------
-
-ModelConfig heads(int H, int K, int I, int V) {
-  ModelConfig c = test_support::small_llama(64, 2, V, 64);
-  c.num_heads = H;
-  c.num_kv_heads = K;
-  c.head_dim = 8;
-  c.intermediate_size = I;
-  return c;
-}
 
 ShardLayout layout_of(const ModelConfig& config, int rank, int tp) {
   test_support::ThreadGroup group(tp);
@@ -289,26 +191,8 @@ std::vector<int32_t> lockstep_decode(const ModelConfig& config, int tp,
                                      const SamplingParams& params, int n) {
   std::vector<int32_t> result;
   run_ranks(tp, [&](Communicator& comm) {
-    Rank rank(config, tiny_target(config), shard_of(comm));
-    TokenSampler sampler(*rank.backend, config.vocab_size);
-    const SequenceId seq = rank.cache->create_sequence();
-    ASSERT_TRUE(rank.cache->reserve(seq, static_cast<int>(prompt.size()) + n));
-    std::vector<int32_t> out;
-    SequenceStep step{seq, prompt, 1};
-    int32_t token = 0;
-    for (int i = 0; i < n; ++i) {
-      const float* logits = rank.model->forward(std::span(&step, 1), *rank.cache);
-      Bytes bytes(sizeof token);
-      if (comm.rank() == 0) {
-        const int64_t position = static_cast<int64_t>(prompt.size()) + i;
-        token = sampler.pick(logits, params, position);
-        std::memcpy(bytes.data(), &token, sizeof token);
-      }
-      comm.broadcast(bytes, 0);
-      std::memcpy(&token, bytes.data(), sizeof token);
-      out.push_back(token);
-      step.tokens = std::span(&token, 1);
-    }
+    std::vector<int32_t> out =
+        test_support::decode_in_lockstep(comm, config, tiny_target(config), prompt, params, n);
     if (comm.rank() == 0) result = out;
   });
   return result;

@@ -16,7 +16,7 @@
 #include <thread>
 
 #include "common/error.h"
-#include "tests/transport/mpi/mpi_world.h"
+#include "tests/support/mpi/mpi_world.h"
 #include "transport/mpi_communicator.h"
 #include "transport/mpi_runtime.h"
 

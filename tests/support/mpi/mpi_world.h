@@ -1,4 +1,4 @@
-// The world communicator of the MPI transport tests, made by main() and
+// The world communicator of the MPI test binaries, made by main() and
 // used by every case.
 #pragma once
 

@@ -1,5 +1,6 @@
-// main() of the MPI transport tests: every rank runs every case, in the
-// same order (collectives need all ranks in one case at once).
+// main() of the MPI test binaries (tests/transport, tests/workers): every
+// rank runs every case, in the same order (collectives need all ranks in one
+// case at once).
 //
 // Rank 0 prints gtest's usual report; the other ranks print only their
 // failures, prefixed by rank, so that 4 copies of the report do not bury
@@ -11,7 +12,7 @@
 #include <memory>
 #include <utility>
 
-#include "tests/transport/mpi/mpi_world.h"
+#include "tests/support/mpi/mpi_world.h"
 #include "transport/mpi_runtime.h"
 
 namespace tandem::test_support {
