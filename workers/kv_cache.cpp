@@ -8,7 +8,7 @@
 namespace tandem {
 
 PagedKvCache::PagedKvCache(const ModelConfig& config, int num_blocks, int block_size,
-                           Backend& backend, const TensorShard& shard)
+                           Backend& backend, const TensorShard& shard, Storage storage)
     : num_blocks_(num_blocks),
       block_size_(block_size),
       kv_heads_(shard.split() ? shard_layout(config, shard).kv_heads.count : config.num_kv_heads),
@@ -17,7 +17,7 @@ PagedKvCache::PagedKvCache(const ModelConfig& config, int num_blocks, int block_
           "KV cache needs positive num_blocks and block_size (got " + std::to_string(num_blocks) +
               ", " + std::to_string(block_size) + ")");
   const size_t per_layer = static_cast<size_t>(num_blocks) * block_size * kv_heads_ * head_dim_;
-  for (int l = 0; l < config.num_layers; ++l) {
+  for (int l = 0; l < config.num_layers && storage == Storage::allocate; ++l) {
     keys_.push_back(backend.allocate(per_layer));
     values_.push_back(backend.allocate(per_layer));
   }
@@ -87,6 +87,8 @@ int32_t PagedKvCache::slot(SequenceId seq, int position) const {
 }
 
 PagedKvView PagedKvCache::layer(int index) {
+  require(!keys_.empty(), ErrorKind::internal,
+          "this KV cache keeps block accounting only (its storage is on other ranks)");
   const auto i = static_cast<size_t>(index);
   return PagedKvView{keys_[i].data(), values_[i].data(), num_blocks_, block_size_, kv_heads_,
                      head_dim_};

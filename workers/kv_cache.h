@@ -26,8 +26,13 @@ class PagedKvCache {
  public:
   // Storage per layer: k, v (num_blocks, block_size, K, D), K the shard's
   // local KV heads (all of them when unsplit).
+  // Storage::none keeps the block accounting only: the coordinator of a job
+  // whose target runs on other ranks admits, reserves and truncates on it,
+  // and the ranks' own caches replay that (TargetStepRunner); layer() is
+  // then an error.
+  enum class Storage { allocate, none };
   PagedKvCache(const ModelConfig& config, int num_blocks, int block_size, Backend& backend,
-               const TensorShard& shard = {});
+               const TensorShard& shard = {}, Storage storage = Storage::allocate);
 
   SequenceId create_sequence();
   void release(SequenceId seq);  // frees all its blocks

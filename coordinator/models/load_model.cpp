@@ -37,8 +37,9 @@ LoadedModel load_model(const ModelSpec& spec, Backend& backend) {
   require(spec.block_size > 0, ErrorKind::invalid_argument, "KV block size must be positive");
   const int per_context = (config.max_position_embeddings + spec.block_size - 1) / spec.block_size;
   const int blocks = spec.kv_blocks > 0 ? spec.kv_blocks : std::min(8 * per_context, 4096);
-  loaded.cache =
-      std::make_unique<PagedKvCache>(config, blocks, spec.block_size, backend, spec.shard);
+  loaded.cache = std::make_unique<PagedKvCache>(
+      config, blocks, spec.block_size, backend, spec.shard,
+      spec.weights ? PagedKvCache::Storage::allocate : PagedKvCache::Storage::none);
   if (!spec.weights) return loaded;
   LlamaWeights weights =
       spec.dummy ? make_dummy_weights(config, spec.dummy_seed, backend, spec.shard)

@@ -26,8 +26,9 @@ struct ModelSpec {
   std::optional<std::filesystem::path> tokenizer_dir;  // default: path (none for dummy)
   int kv_blocks = 0;    // 0: enough for 8 full contexts, at most 4096 blocks
   int block_size = 16;  // tokens per KV block
-  // False: the config, tokenizer and KV bookkeeping only (the coordinator of
-  // a job whose target runs on other ranks); model stays null.
+  // False: the config, tokenizer and a KV cache without storage (block
+  // accounting only: the coordinator of a job whose target runs on other
+  // ranks); model stays null.
   bool weights = true;
   // This process's share of a tensor-parallel model (default: all of it).
   TensorShard shard;
