@@ -25,6 +25,8 @@ commands:
                                      v(k): cost of k new tokens per sequence vs 1; c
   bench     batching --model DIR --draft DIR
                                      speculation off / fixed gamma / auto at batch 1..32
+  bench     tensor-parallel --model DIR|--dummy CONFIG (under mpirun -np 2)
+                                     TP 1 vs TP N step times, communication apart
   generate  ... --draft DIR | --ngram [--gamma N|auto] [--lenience L]
                                      speculative decoding (same output as the target alone)
   loadtest  --url URL --concurrency 1,4,16 | --rate 2,4

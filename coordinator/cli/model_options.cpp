@@ -6,8 +6,9 @@ namespace tandem::cli {
 namespace {
 
 LoadedModel load(const std::filesystem::path& path, bool dummy, const Args& args,
-                 Backend& backend) {
+                 Backend& backend, const TensorShard& shard = {}) {
   ModelSpec spec;
+  spec.shard = shard;
   spec.path = path;
   spec.dummy = dummy;
   spec.dummy_seed = static_cast<uint64_t>(args.get_int("seed-weights", 1));
@@ -24,7 +25,7 @@ std::set<std::string> model_option_names() {
   return {"model", "dummy", "draft", "dummy-draft", "seed-weights", "kv-blocks", "block-size"};
 }
 
-OpenModel open_model(const Args& args) {
+OpenModel open_model(const Args& args, const TensorShard& shard) {
   require(args.has("model") != args.has("dummy"), ErrorKind::invalid_argument,
           "give exactly one of --model DIR (a Hugging Face checkpoint) or --dummy CONFIG_JSON "
           "(random weights of that shape)");
@@ -33,7 +34,7 @@ OpenModel open_model(const Args& args) {
   OpenModel open;
   open.backend = make_cpu_backend();
   const bool dummy = args.has("dummy");
-  open.target = load(args.get(dummy ? "dummy" : "model"), dummy, args, *open.backend);
+  open.target = load(args.get(dummy ? "dummy" : "model"), dummy, args, *open.backend, shard);
   if (args.has("draft") || args.has("dummy-draft")) {
     const bool dummy_draft = args.has("dummy-draft");
     open.draft = load(args.get(dummy_draft ? "dummy-draft" : "draft"), dummy_draft, args,

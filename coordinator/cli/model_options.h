@@ -31,6 +31,7 @@ struct OpenModel {
 // --model DIR | --dummy CONFIG_JSON [--seed-weights N]
 // [--draft DIR | --dummy-draft CONFIG_JSON]
 // --kv-blocks N (default: enough for 8 full contexts, at most 4096 blocks) --block-size N
-OpenModel open_model(const Args& args);
+// shard: this process's part of a tensor-parallel target (the draft is never split).
+OpenModel open_model(const Args& args, const TensorShard& shard = {});
 
 }  // namespace tandem::cli
