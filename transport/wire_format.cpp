@@ -87,46 +87,14 @@ void ByteReader::raw(void* out, size_t n, const char* field) {
   position_ += n;
 }
 
-uint8_t ByteReader::u8(const char* field) {
-  uint8_t value;
-  raw(&value, sizeof value, field);
-  return value;
-}
-uint16_t ByteReader::u16(const char* field) {
-  uint16_t value;
-  raw(&value, sizeof value, field);
-  return value;
-}
-uint32_t ByteReader::u32(const char* field) {
-  uint32_t value;
-  raw(&value, sizeof value, field);
-  return value;
-}
-uint64_t ByteReader::u64(const char* field) {
-  uint64_t value;
-  raw(&value, sizeof value, field);
-  return value;
-}
-int32_t ByteReader::i32(const char* field) {
-  int32_t value;
-  raw(&value, sizeof value, field);
-  return value;
-}
-int64_t ByteReader::i64(const char* field) {
-  int64_t value;
-  raw(&value, sizeof value, field);
-  return value;
-}
-float ByteReader::f32(const char* field) {
-  float value;
-  raw(&value, sizeof value, field);
-  return value;
-}
-double ByteReader::f64(const char* field) {
-  double value;
-  raw(&value, sizeof value, field);
-  return value;
-}
+uint8_t ByteReader::u8(const char* field) { return scalar<uint8_t>(field); }
+uint16_t ByteReader::u16(const char* field) { return scalar<uint16_t>(field); }
+uint32_t ByteReader::u32(const char* field) { return scalar<uint32_t>(field); }
+uint64_t ByteReader::u64(const char* field) { return scalar<uint64_t>(field); }
+int32_t ByteReader::i32(const char* field) { return scalar<int32_t>(field); }
+int64_t ByteReader::i64(const char* field) { return scalar<int64_t>(field); }
+float ByteReader::f32(const char* field) { return scalar<float>(field); }
+double ByteReader::f64(const char* field) { return scalar<double>(field); }
 
 bool ByteReader::boolean(const char* field) {
   const uint8_t value = u8(field);

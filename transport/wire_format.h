@@ -84,6 +84,13 @@ class ByteReader {
 
  private:
   void raw(void* out, size_t n, const char* field);
+  // One little-endian value of T (the native layout: see the static_assert).
+  template <typename T>
+  T scalar(const char* field) {
+    T value;
+    raw(&value, sizeof value, field);
+    return value;
+  }
   template <typename T>
   std::vector<T> vector_of(const char* field);
 

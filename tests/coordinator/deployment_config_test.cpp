@@ -15,9 +15,12 @@
 #include <utility>
 
 #include "common/error.h"
+#include "tests/coordinator/deployment_error.h"
 
 namespace tandem {
 namespace {
+
+using test_support::error_of;
 
 using testing::EndsWith;
 using testing::StartsWith;
@@ -34,18 +37,6 @@ std::string read_text(const std::filesystem::path& file) {
   return text.str();
 }
 
-// The message of the Error that parsing yaml raises; fails the test when
-// yaml is accepted or the error is of another kind.
-std::string error_of(const std::string& yaml) {
-  try {
-    parse_deployment(yaml, "deploy.yaml");
-  } catch (const Error& error) {
-    EXPECT_EQ(error.kind(), ErrorKind::invalid_argument) << error.what();
-    return error.what();
-  }
-  ADD_FAILURE() << "accepted a bad deployment:\n" << yaml;
-  return "";
-}
 
 std::vector<std::string> lines_of(const std::string& text) {
   std::vector<std::string> lines;

@@ -8,11 +8,14 @@
 #include <string>
 
 #include "common/error.h"
+#include "tests/coordinator/deployment_error.h"
 #include "coordinator/cluster/cluster_layout.h"
 #include "coordinator/config/deployment_config.h"
 
 namespace tandem {
 namespace {
+
+using test_support::error_of;
 
 using testing::HasSubstr;
 using testing::StartsWith;
@@ -23,16 +26,6 @@ const std::filesystem::path kSourceDir = TANDEM_SOURCE_DIR;
 const std::string kModels =
     "models:\n  target:\n    path: t\n  draft:\n    path: d\nplacement:\n";
 
-std::string error_of(const std::string& yaml) {
-  try {
-    parse_deployment(yaml, "deploy.yaml");
-  } catch (const Error& error) {
-    EXPECT_EQ(error.kind(), ErrorKind::invalid_argument) << error.what();
-    return error.what();
-  }
-  ADD_FAILURE() << "accepted:\n" << yaml;
-  return "";
-}
 
 TEST(Placement, DefaultsPutEveryRoleInOneProcess) {
   const PlacementConfig placement = parse_deployment(kModels, "deploy.yaml").placement;

@@ -24,6 +24,7 @@
 #include "workers/kv_cache.h"
 #include "workers/llama_model.h"
 #include "workers/llama_weights.h"
+#include "workers/plain_decoder.h"
 #include "workers/tensor_parallel.h"
 #include "workers/token_sampler.h"
 
@@ -176,6 +177,32 @@ inline std::vector<int32_t> decode_in_lockstep(Communicator& comm, const ModelCo
     step.tokens = std::span(&token, 1);
   }
   return out;
+}
+
+// The unsplit model's plain decoding of the same request: the reference.
+inline std::vector<int32_t> decode_unsplit(const ModelConfig& config,
+                                           const WeightFactory& make_weights,
+                                           const std::vector<int32_t>& prompt,
+                                           const SamplingParams& params, int n) {
+  Rank rank(config, make_weights, TensorShard{});
+  DecodeRequest request{prompt, n, params, {}};
+  std::vector<int32_t> out;
+  decode_plain(*rank.model, *rank.cache, request, [&](int32_t t) {
+    out.push_back(t);
+    return true;
+  });
+  return out;
+}
+
+// Greedy, and seeded sampling with temperature 0.8 and top-p 0.95.
+inline std::vector<SamplingParams> greedy_and_sampled(uint64_t seed) {
+  SamplingParams greedy;
+  greedy.temperature = 0;
+  SamplingParams sampled;
+  sampled.temperature = 0.8f;
+  sampled.top_p = 0.95f;
+  sampled.seed = seed;
+  return {greedy, sampled};
 }
 
 }  // namespace tandem::test_support

@@ -198,31 +198,14 @@ std::vector<int32_t> lockstep_decode(const ModelConfig& config, int tp,
   return result;
 }
 
-std::vector<int32_t> plain_decode(const ModelConfig& config, const std::vector<int32_t>& prompt,
-                                  const SamplingParams& params, int n) {
-  Rank rank(config, tiny_target(config), TensorShard{});
-  DecodeRequest request{prompt, n, params, {}};
-  std::vector<int32_t> out;
-  decode_plain(*rank.model, *rank.cache, request, [&](int32_t t) {
-    out.push_back(t);
-    return true;
-  });
-  return out;
-}
-
 TEST(TensorParallel, TinyTargetGreedyAndSampledDecodingMatchUnsplit) {
   const ModelConfig config = load_model_config(kTinyTarget);
   const Tokenizer tokenizer = Tokenizer::load(kTinyTarget);
   const std::vector<int32_t> prompt = tokenizer.encode("In the morning, the");
   constexpr int kTokens = 40;
-  SamplingParams greedy;
-  greedy.temperature = 0;
-  SamplingParams sampled;
-  sampled.temperature = 0.8f;
-  sampled.top_p = 0.95f;
-  sampled.seed = 1234;
-  for (const SamplingParams& params : {greedy, sampled}) {
-    const std::vector<int32_t> expected = plain_decode(config, prompt, params, kTokens);
+  for (const SamplingParams& params : test_support::greedy_and_sampled(1234)) {
+    const std::vector<int32_t> expected =
+        test_support::decode_unsplit(config, tiny_target(config), prompt, params, kTokens);
     ASSERT_EQ(expected.size(), static_cast<size_t>(kTokens));
     for (int tp : {1, 2, 4}) {
       EXPECT_EQ(lockstep_decode(config, tp, prompt, params, kTokens), expected)

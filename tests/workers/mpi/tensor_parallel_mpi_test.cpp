@@ -11,7 +11,6 @@
 #include "common/tokenizer/tokenizer.h"
 #include "tests/support/mpi/mpi_world.h"
 #include "tests/support/tensor_parallel_scenario.h"
-#include "workers/plain_decoder.h"
 
 namespace tandem {
 namespace {
@@ -65,21 +64,11 @@ TEST(TensorParallelMpi, TinyTargetGreedyAndSeededSamplingMatchUnsplit) {
   const std::vector<int32_t> prompt =
       Tokenizer::load(test_support::kTinyTarget).encode("The history of the city");
   constexpr int kTokens = 40;
-  SamplingParams greedy;
-  greedy.temperature = 0;
-  SamplingParams sampled;
-  sampled.temperature = 0.8f;
-  sampled.top_p = 0.95f;
-  sampled.seed = 99;
-  for (const SamplingParams& params : {greedy, sampled}) {
+  for (const SamplingParams& params : test_support::greedy_and_sampled(99)) {
     std::vector<int32_t> expected;
     if (mpi_world().rank() == 0) {
-      test_support::Rank unsplit(config, test_support::tiny_target(config), TensorShard{});
-      DecodeRequest request{prompt, kTokens, params, {}};
-      decode_plain(*unsplit.model, *unsplit.cache, request, [&](int32_t t) {
-        expected.push_back(t);
-        return true;
-      });
+      expected = test_support::decode_unsplit(config, test_support::tiny_target(config), prompt,
+                                              params, kTokens);
     }
     for (int tp : {1, 2, 4}) {
       std::unique_ptr<Communicator> group = first_ranks(tp);
