@@ -92,7 +92,19 @@ ServerMetrics::ServerMetrics()
                                     "Engine steps (batched target forward passes).")),
       target_step_tokens(registry.histogram(prefixed("target_step_tokens"),
                                             "New tokens carried by one target forward pass, whole batch.",
-                                            kTargetStepTokenBounds)) {
+                                            kTargetStepTokenBounds)),
+      draft_seconds(registry.counter(prefixed("draft_seconds_total"),
+                                     "Seconds the engine waited for drafters' proposals.")),
+      target_seconds(registry.counter(
+          prefixed("target_seconds_total"),
+          "Seconds of target passes as the engine saw them: forward, verification and, in an "
+          "MPI job, the messages to and from the target ranks.")),
+      target_forward_seconds(registry.counter(
+          prefixed("target_forward_seconds_total"),
+          "Seconds of target forward passes, measured on target rank 0.")),
+      target_communication_seconds(registry.counter(
+          prefixed("target_communication_seconds_total"),
+          "Seconds of target forward passes spent in tensor-parallel collectives.")) {
   // Every finished_reason exists from the start, at 0, so rates over it are
   // defined before the first request of each kind ends.
   for (std::size_t i = 0; i < kFinishedReasons.size(); ++i) {

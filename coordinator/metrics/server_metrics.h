@@ -65,6 +65,11 @@ struct ServerMetrics {
   Gauge& spec_decode_mean_gamma;             // tandem_spec_decode_mean_gamma
   Counter& target_steps;                     // tandem_target_steps_total
   Histogram& target_step_tokens;             // tandem_target_step_tokens
+  // Where the engine's time goes (rate() of each is a busy fraction).
+  Counter& draft_seconds;                    // tandem_draft_seconds_total
+  Counter& target_seconds;                   // tandem_target_seconds_total
+  Counter& target_forward_seconds;           // tandem_target_forward_seconds_total
+  Counter& target_communication_seconds;     // tandem_target_communication_seconds_total
 
   // tandem_requests_total{route, status}: one per HTTP response. route is the
   // matched route ("/v1/completions"), never the raw request target, so the

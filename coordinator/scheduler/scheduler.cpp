@@ -242,6 +242,10 @@ void Scheduler::record_step() {
   }
   metrics_.target_steps.inc();
   metrics_.target_step_tokens.observe(step.target_tokens);
+  metrics_.draft_seconds.inc(step.draft_seconds);
+  metrics_.target_seconds.inc(step.target_seconds);
+  metrics_.target_forward_seconds.inc(step.forward_seconds);
+  metrics_.target_communication_seconds.inc(step.communication_seconds);
   metrics_.spec_decode_mean_gamma.set(step.mean_gamma);
   const uint64_t preemptions = engine_.preemptions();
   metrics_.num_preemptions.inc(static_cast<double>(preemptions - preemptions_seen_));

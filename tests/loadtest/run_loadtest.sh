@@ -3,6 +3,8 @@
 # a short bounded closed-loop run must finish with zero errors, account for
 # every request, report TTFT <= end-to-end latency, count exactly the output
 # tokens the server says it generated, and write JSON and well-formed SVG.
+# With TANDEM_CONFIG and TANDEM_RANKS (start_tandem_server.sh) the server is
+# an MPI job, stopped by SIGTERM to its rank 0.
 # usage: run_loadtest.sh TANDEM_BINARY SOURCE_DIR WORK_DIR
 set -euo pipefail
 tandem=$1 source=$2 work=$3
@@ -41,6 +43,6 @@ for name in ["throughput.svg", "p99_ttft.svg", "p99_tpot.svg", "ttft_cdf.svg", "
 print("loadtest: all checks passed")
 PY
 
-kill -TERM $pid
+if [ -n "${TANDEM_RANKS:-}" ]; then kill -TERM "$(rank_pid 0)"; else kill -TERM $pid; fi
 wait $pid
 trap - EXIT
