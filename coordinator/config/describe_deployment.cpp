@@ -72,7 +72,8 @@ std::string describe(const DeploymentConfig& config) {
   out << "draft: " << (config.draft ? describe_model(*config.draft) : "none") << "\n";
   out << "placement: " << backend_name(config.placement.backend) << ", "
       << (config.placement.threads == 0 ? "all cores"
-                                        : std::to_string(config.placement.threads) + " threads")
+                                        : std::to_string(config.placement.threads) +
+                                              (config.placement.threads == 1 ? " thread" : " threads"))
       << describe_roles(config.placement, config.draft.has_value()) << "\n";
   out << "speculation: drafter " << describe_drafter(speculation) << ", gamma "
       << (speculation.gamma_auto ? "auto (<= " + std::to_string(speculation.max_gamma) +

@@ -117,7 +117,7 @@ TEST(Lifecycle, ShutdownRefusesNewWorkAndEndsOpenStreamsCleanly) {
                       "Content-Length: " + std::to_string(body.size()) + "\r\n\r\n" + body);
   streaming.read_until("data: ");
 
-  std::thread stopper([&] { server->app().shutdown(); });
+  std::thread stopper([&] { server->shutdown(); });
   std::this_thread::sleep_for(20ms);  // inside the grace period: draining
   const auto refused = idle.post_json("/v1/completions", R"({"prompt": "hi"})");
   EXPECT_EQ(refused.status, 503);

@@ -1,8 +1,14 @@
 // TestServer: a whole deployment of the tiny model pair, started in this
 // process on a free loopback port, shut down gracefully when the test ends.
+// With TANDEM_TEST_MPI_RANKS=N in the environment the same deployment runs
+// as an MPI job of N processes instead (mpi_job_server.h): the same tests
+// then check the server under mpirun.
 #pragma once
 
+#include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
+
+#include <memory>
 #include <regex>
 #include <sstream>
 #include <string>
@@ -10,6 +16,7 @@
 #include "coordinator/config/deployment_config.h"
 #include "coordinator/server/server_app.h"
 #include "tests/server/http_client.h"
+#include "tests/server/mpi_job_server.h"
 
 namespace tandem::test_support {
 
@@ -34,14 +41,23 @@ struct TinyDeployment {
 
 class TestServer {
  public:
-  explicit TestServer(const TinyDeployment& deployment = {})
-      : app_(parse_deployment(deployment.yaml(), "test.yaml"), log_) {
-    app_.start();
+  explicit TestServer(const TinyDeployment& deployment = {}) {
+    if (const int ranks = mpi_test_ranks(); ranks > 0) {
+      job_ = std::make_unique<MpiJobServer>(deployment.yaml(), deployment.draft, ranks);
+    } else {
+      app_ = std::make_unique<ServerApp>(parse_deployment(deployment.yaml(), "test.yaml"), log_);
+      app_->start();
+    }
   }
-  ~TestServer() { app_.shutdown(); }
+  ~TestServer() { shutdown(); }
 
-  int port() const { return app_.port(); }
-  ServerApp& app() { return app_; }
+  int port() const { return job_ ? job_->port() : app_->port(); }
+  // The graceful shutdown SIGTERM triggers (in an MPI job: SIGTERM to rank 0,
+  // and every rank must exit 0).
+  void shutdown() {
+    if (app_) app_->shutdown();
+    if (job_ && job_->shutdown() != 0) ADD_FAILURE() << "the MPI job did not exit 0";
+  }
   HttpClient client() const { return HttpClient(port()); }
 
   // POST /v1/completions on a fresh connection; the parsed JSON body.
@@ -67,7 +83,8 @@ class TestServer {
 
  private:
   std::ostringstream log_;
-  ServerApp app_;
+  std::unique_ptr<ServerApp> app_;
+  std::unique_ptr<MpiJobServer> job_;
 };
 
 }  // namespace tandem::test_support
