@@ -148,13 +148,15 @@ void ServerApp::start() {
   const Tokenizer& tokenizer = *parts.target.tokenizer;
   SchedulerOptions scheduler_options;
   scheduler_options.max_queued = static_cast<size_t>(config.scheduler.max_queued_requests);
-  scheduler_options.on_lost = [&parts](const std::string& why) {
-    {
-      std::lock_guard lock(parts.lost_mutex);
-      parts.lost = why;
-    }
-    kill(getpid(), SIGUSR1);  // run_until_signalled's sigwait() takes it
-  };
+  if (cluster_) {  // only another rank can be lost
+    scheduler_options.on_lost = [&parts](const std::string& why) {
+      {
+        std::lock_guard lock(parts.lost_mutex);
+        parts.lost = why;
+      }
+      kill(getpid(), SIGUSR1);  // run_until_signalled's sigwait() takes it
+    };
+  }
   parts.scheduler = std::make_unique<Scheduler>(
       *parts.engine, *parts.target.cache, parts.draft ? parts.draft->cache.get() : nullptr,
       tokenizer, parts.metrics, scheduler_options);
