@@ -9,8 +9,10 @@
 #include <fstream>
 #include <iostream>
 #include <optional>
+#include <string>
 
 #include "common/error.h"
+#include "common/log_line.h"
 #include "coordinator/cluster/cluster_layout.h"
 #include "coordinator/cluster/peer_channel.h"
 #include "coordinator/cluster/worker_loops.h"
@@ -79,17 +81,15 @@ int serve_in_role(DeploymentConfig config) {
   try {
     if (layout.role != Role::coordinator) {
       const int code = run_worker(config, channel, tp_group.get());
-      std::cerr << "tandem: " << layout.describe_self() << " stopped" << std::endl;
+      log_line(std::cerr, layout.describe_self() + " stopped");
       return code;
     }
-    std::cerr << "tandem: " << layout.describe_self() << " of " << layout.world_size
-              << std::endl;
+    log_line(std::cerr, layout.describe_self() + " of " + std::to_string(layout.world_size));
     const int code = run_until_signalled(std::move(config), &channel);
     if (code == kLostRankExit) world->abort_job(code);  // the lost rank cannot be waited for
     return code;
   } catch (const std::exception& error) {
-    std::cerr << "tandem: " << layout.describe_self() << ": " << error.what()
-              << "; ending the job" << std::endl;
+    log_line(std::cerr, layout.describe_self() + ": " + error.what() + "; ending the job");
     world->abort_job(1);
   }
   return 1;  // not reached: abort_job ends every process of the job

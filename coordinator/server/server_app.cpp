@@ -12,6 +12,7 @@
 #include <thread>
 
 #include "common/error.h"
+#include "common/log_line.h"
 #include "coordinator/cluster/peer_channel.h"
 #include "coordinator/cluster/remote_drafter.h"
 #include "coordinator/cluster/remote_target.h"
@@ -124,8 +125,8 @@ void ServerApp::start() {
   parts.http = std::make_unique<http::HttpServer>(
       options, [service](http::Exchange& exchange) { return service->handle(exchange); });
   parts.http->start();
-  log_ << "tandem: listening on http://" << config.server.host << ":" << parts.http->port()
-       << ", loading models" << std::endl;
+  log_line(log_, "listening on http://", config.server.host, ":", parts.http->port(),
+           ", loading models");
 
   load_models();
   if (cluster_) wait_for_workers();
@@ -162,12 +163,11 @@ void ServerApp::start() {
       tokenizer, parts.metrics, scheduler_options);
   parts.scheduler->start();
   parts.service->attach(*parts.scheduler, tokenizer, model_facts(parts.target.config, tokenizer));
-  log_ << "tandem: ready: " << config.server.served_model_name << " (target "
-       << (config.target.load_format == LoadFormat::dummy ? config.target.shape
-                                                           : config.target.path)
-              .string()
-       << (config.draft ? ", draft " + config.draft->path.string() : std::string())
-       << ", drafter " << drafter_name(config.speculation.drafter) << ")" << std::endl;
+  const std::filesystem::path& target =
+      config.target.load_format == LoadFormat::dummy ? config.target.shape : config.target.path;
+  log_line(log_, "ready: ", config.server.served_model_name, " (target ", target.string(),
+           config.draft ? ", draft " + config.draft->path.string() : std::string(), ", drafter ",
+           drafter_name(config.speculation.drafter), ")");
 }
 
 void ServerApp::load_models() {
@@ -221,9 +221,9 @@ void ServerApp::wait_for_workers() {
     // Loading takes as long as it takes; a rank that fails to load ends the job.
     const wire::WorkerReady ready = wire::decode_worker_ready(
         cluster_->wait_forever(rank, wire::tag_of(wire::MessageType::worker_ready)));
-    log_ << "tandem: " << layout.describe(rank) << " ready in " << ready.load_seconds
-         << " s: read " << ready.bytes_read / 1e6 << " MB of checkpoint, resident "
-         << ready.resident_bytes / 1e6 << " MB" << std::endl;
+    log_line(log_, layout.describe(rank), " ready in ", ready.load_seconds, " s: read ",
+             ready.bytes_read / 1e6, " MB of checkpoint, resident ", ready.resident_bytes / 1e6,
+             " MB");
   }
 }
 
@@ -243,8 +243,8 @@ void ServerApp::shutdown() {
   while (parts.scheduler->in_flight() > 0 && std::chrono::steady_clock::now() < deadline)
     std::this_thread::sleep_for(20ms);
   if (parts.scheduler->in_flight() > 0) {
-    log_ << "tandem: cancelling " << parts.scheduler->in_flight()
-         << " requests still running after the grace period" << std::endl;
+    log_line(log_, "cancelling ", parts.scheduler->in_flight(),
+             " requests still running after the grace period");
     parts.scheduler->cancel_all(api::unavailable("the server is shutting down"));
     const auto flush_deadline = std::chrono::steady_clock::now() + 1s;
     while (parts.scheduler->in_flight() > 0 && std::chrono::steady_clock::now() < flush_deadline)
@@ -284,15 +284,13 @@ int run_until_signalled(DeploymentConfig config, PeerChannel* cluster) {
   int received = 0;
   sigwait(&signals, &received);
   if (received == SIGUSR1) {
-    std::cerr << "tandem: " << app.lost() << "; failing requests with 503 and stopping the job"
-              << std::endl;
+    log_line(std::cerr, app.lost(), "; failing requests with 503 and stopping the job");
     app.shutdown();
     return kLostRankExit;
   }
-  std::cerr << "tandem: " << (received == SIGINT ? "SIGINT" : "SIGTERM")
-            << ": shutting down gracefully" << std::endl;
+  log_line(std::cerr, received == SIGINT ? "SIGINT" : "SIGTERM", ": shutting down gracefully");
   app.shutdown();
-  std::cerr << "tandem: stopped" << std::endl;
+  log_line(std::cerr, "stopped");
   return 0;
 }
 

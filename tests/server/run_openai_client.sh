@@ -29,6 +29,7 @@ cat "$log"
 [ $status -eq 0 ] || { echo "tandem serve exited $status after SIGTERM"; exit 1; }
 grep -q "tandem: stopped" "$log"
 if [ -n "${TANDEM_RANKS:-}" ]; then
-  stopped=$(grep -c "^tandem: rank [0-9]* (.*) stopped" "$log" || true)
+  # -o: lines of different ranks may still share a line of the log.
+  stopped=$(grep -o "rank [0-9]* ([a-z0-9 ]*) stopped" "$log" | wc -l)
   [ "$stopped" -eq $((TANDEM_RANKS - 1)) ] || { echo "$stopped of $((TANDEM_RANKS - 1)) workers stopped"; exit 1; }
 fi
