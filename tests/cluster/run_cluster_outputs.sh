@@ -35,7 +35,8 @@ snapshot single
 for tp in 1 2 4; do
   placement $tp
   TANDEM_CONFIG="$work/tp$tp.yaml" TANDEM_RANKS=$((tp + 2)) snapshot "tp$tp"
-  grep -q "target TP $tp\|ready" "$work/tp$tp.log"
+  # The job really had tp shards: the last one reported ready.
+  grep -q "rank $((tp + 1)) (target shard $((tp - 1)) of $tp) ready" "$work/tp$tp.log"
   if ! diff "$work/single.jsonl" "$work/tp$tp.jsonl"; then
     echo "TP $tp gave other outputs than one process (diff above)"
     exit 1
