@@ -2,7 +2,10 @@
 # Outputs do not depend on the placement: the same requests (greedy with
 # every drafter, seeded sampling with top-p and top-k), 8 at a time, give
 # exactly the same text from one process as from MPI jobs whose target is
-# tensor-parallel over 1, 2 and 4 ranks with the draft on its own rank.
+# tensor-parallel over 1, 2 and 4 ranks with the draft on its own rank, and
+# from the two mixed placements: the draft on its own rank with the target
+# in the coordinator's process, and the draft in the coordinator's process
+# with the target over two ranks.
 # usage: run_cluster_outputs.sh TANDEM_BINARY SOURCE_DIR WORK_DIR
 set -euo pipefail
 tandem=$1 source=$2 work=$3
@@ -21,25 +24,35 @@ snapshot() {  # snapshot NAME: serve, record every answer, stop with SIGTERM to 
   [ $status -eq 0 ] || { cat "$log"; echo "$1: exited $status after SIGTERM"; exit 1; }
 }
 
-# A placement for TP degree N: coordinator 0, draft 1, target on 2..N+1.
+# placement NAME DRAFT_RANK TARGET_RANKS: configs/cluster-cpu.yaml with them.
 placement() {
-  local ranks
-  ranks=$(seq -s ', ' 2 $(($1 + 1)))
-  sed -e "s/^  target_ranks: .*/  target_ranks: [$ranks]/" \
+  sed -e "s/^  draft_rank: .*/  draft_rank: $2/" \
+      -e "s/^  target_ranks: .*/  target_ranks: [$3]/" \
       -e "s/^  target_devices: .*/  target_devices: []/" \
-      configs/cluster-cpu.yaml >"$work/tp$1.yaml"
+      configs/cluster-cpu.yaml >"$work/$1.yaml"
+}
+
+# compare NAME: NAME's answers must be exactly the single process's.
+compare() {
+  if ! diff "$work/single.jsonl" "$work/$1.jsonl"; then
+    echo "$1 gave other outputs than one process (diff above)"
+    exit 1
+  fi
+  echo "$1: $(wc -l <"$work/$1.jsonl") completions identical to one process"
 }
 
 unset TANDEM_CONFIG TANDEM_RANKS
 snapshot single
-for tp in 1 2 4; do
-  placement $tp
+for tp in 1 2 4; do  # coordinator 0, draft 1, target on 2..tp+1
+  placement "tp$tp" 1 "$(seq -s ', ' 2 $((tp + 1)))"
   TANDEM_CONFIG="$work/tp$tp.yaml" TANDEM_RANKS=$((tp + 2)) snapshot "tp$tp"
   # The job really had tp shards: the last one reported ready.
   grep -q "rank $((tp + 1)) (target shard $((tp - 1)) of $tp) ready" "$work/tp$tp.log"
-  if ! diff "$work/single.jsonl" "$work/tp$tp.jsonl"; then
-    echo "TP $tp gave other outputs than one process (diff above)"
-    exit 1
-  fi
-  echo "TP $tp: $(wc -l <"$work/tp$tp.jsonl") completions identical to one process"
+  compare "tp$tp"
 done
+placement draft-apart 1 0  # q rows go from rank 1 to the coordinator's own target
+TANDEM_CONFIG="$work/draft-apart.yaml" TANDEM_RANKS=2 snapshot draft-apart
+compare draft-apart
+placement target-apart 0 "1, 2"  # q rows travel inline from the coordinator
+TANDEM_CONFIG="$work/target-apart.yaml" TANDEM_RANKS=3 snapshot target-apart
+compare target-apart
