@@ -86,7 +86,7 @@ struct ServerApp::Parts {
   std::unique_ptr<Drafter> model_drafter;  // ModelDrafter, or RemoteDrafter on its own rank
   std::unique_ptr<NgramDrafter> ngram_drafter;
   NoDrafter no_drafter;
-  std::unique_ptr<TargetExecutor> target_executor;  // null: the engine runs target.model itself
+  std::unique_ptr<TargetExecutor> target_executor;  // here (TargetStepRunner) or RemoteTarget
   std::unique_ptr<SpeculativeEngine> engine;
   std::unique_ptr<Scheduler> scheduler;
   mutable std::mutex lost_mutex;
@@ -138,12 +138,8 @@ void ServerApp::start() {
   EngineLimits limits;
   limits.max_running = config.scheduler.max_running_sessions;
   limits.step_token_budget = config.scheduler.step_token_budget;
-  parts.engine =
-      parts.target_executor
-          ? std::make_unique<SpeculativeEngine>(parts.target.config, *parts.target.cache,
-                                                *parts.target_executor, drafters, limits)
-          : std::make_unique<SpeculativeEngine>(*parts.target.model, *parts.target.cache,
-                                                drafters, limits);
+  parts.engine = std::make_unique<SpeculativeEngine>(
+      parts.target.config, *parts.target.cache, *parts.target_executor, drafters, limits);
   parts.engine->calibrate();
 
   const Tokenizer& tokenizer = *parts.target.tokenizer;
@@ -202,16 +198,19 @@ void ServerApp::load_models() {
       std::make_unique<NgramDrafter>(config.speculation.ngram_min, config.speculation.ngram_max);
   if (remote_target) {
     parts.target_executor = std::make_unique<RemoteTarget>(*cluster_);
-  } else if (remote_draft) {
-    // The target is here but the draft is not: its q rows come to this rank.
-    PeerChannel& channel = *cluster_;
-    parts.target_executor = std::make_unique<TargetStepRunner>(
-        *parts.target.model, *parts.target.cache, TargetStepRunner::CacheMode::shared, [&channel] {
-          return wire::decode_q_rows(
-              channel.await(channel.layout().placement.draft_rank,
-                            wire::tag_of(wire::MessageType::q_rows), "send its q rows"));
-        });
+    return;
   }
+  QRowsSource draft_rank_rows;  // a draft on its own rank sends its q rows here
+  if (remote_draft) {
+    draft_rank_rows = [&channel = *cluster_] {
+      return wire::decode_q_rows(channel.await(channel.layout().placement.draft_rank,
+                                               wire::tag_of(wire::MessageType::q_rows),
+                                               "send its q rows"));
+    };
+  }
+  parts.target_executor = std::make_unique<TargetStepRunner>(
+      *parts.target.model, *parts.target.cache, TargetStepRunner::CacheMode::shared,
+      std::move(draft_rank_rows));
 }
 
 void ServerApp::wait_for_workers() {

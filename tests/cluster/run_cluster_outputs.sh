@@ -17,7 +17,7 @@ snapshot() {  # snapshot NAME: serve, record every answer, stop with SIGTERM to 
   local log="$work/$1.log"
   start_tandem_server "$tandem" "$log"
   python3 "$source/tests/cluster/completions_snapshot.py" "$port" >"$work/$1.jsonl"
-  if [ -n "${TANDEM_RANKS:-}" ]; then kill -TERM "$(rank_pid 0)"; else kill -TERM $pid; fi
+  stop_gracefully
   local status=0
   wait $pid || status=$?
   trap - EXIT

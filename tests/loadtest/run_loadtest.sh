@@ -43,6 +43,6 @@ for name in ["throughput.svg", "p99_ttft.svg", "p99_tpot.svg", "ttft_cdf.svg", "
 print("loadtest: all checks passed")
 PY
 
-if [ -n "${TANDEM_RANKS:-}" ]; then kill -TERM "$(rank_pid 0)"; else kill -TERM $pid; fi
+stop_gracefully
 wait $pid
 trap - EXIT

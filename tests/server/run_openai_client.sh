@@ -21,7 +21,7 @@ start_tandem_server "$tandem" "$log"
 
 node "$work/openai_client.mjs" "http://127.0.0.1:$port/v1"
 
-if [ -n "${TANDEM_RANKS:-}" ]; then kill -TERM "$(rank_pid 0)"; else kill -TERM $pid; fi
+stop_gracefully
 status=0
 wait $pid || status=$?
 trap - EXIT

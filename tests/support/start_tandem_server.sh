@@ -40,6 +40,12 @@ start_tandem_server() {
   return 1
 }
 
+# stop_gracefully: SIGTERM to the server, or in an MPI job to its rank 0
+# (mpirun, when signalled itself, kills the ranks without waiting).
+stop_gracefully() {
+  if [ -n "${TANDEM_RANKS:-}" ]; then kill -TERM "$(rank_pid 0)"; else kill -TERM $pid; fi
+}
+
 # rank_pid RANK: the process of that rank of the MPI job started above.
 rank_pid() {
   local child

@@ -1,5 +1,6 @@
 #include "workers/speculation/block_verification.h"
 
+#include <optional>
 #include <span>
 #include <string>
 #include <unordered_map>
@@ -9,28 +10,47 @@
 namespace tandem {
 namespace {
 
-// The q rows of each session in this step's QRows, by session key.
-std::unordered_map<uint64_t, const std::vector<float>*> index_q_rows(const wire::QRows* q_rows,
-                                                                     int V) {
-  std::unordered_map<uint64_t, const std::vector<float>*> rows;
-  if (q_rows == nullptr) return rows;
-  require(q_rows->vocab == V, ErrorKind::internal, [&] {
-    return "QRows for vocabulary " + std::to_string(q_rows->vocab) + ", target has " +
-           std::to_string(V);
-  });
-  for (const wire::QRows::Entry& entry : q_rows->entries) rows[entry.session] = &entry.q;
-  return rows;
-}
+// This step's rows from the draft rank by session, fetched on first use.
+class DraftRankRows {
+ public:
+  DraftRankRows(const QRowsSource& fetch, int V) : fetch_(fetch), V_(V) {}
+
+  const std::vector<float>& of(uint64_t session) {
+    if (!rows_) fetch();
+    auto it = by_session_.find(session);
+    require(it != by_session_.end(), ErrorKind::internal, [&] {
+      return "no q rows from the draft rank for session " + std::to_string(session);
+    });
+    return *it->second;
+  }
+
+ private:
+  void fetch() {
+    require(static_cast<bool>(fetch_), ErrorKind::internal,
+            "a block's q rows are at the draft rank, but this rank cannot receive them");
+    rows_ = fetch_();
+    require(rows_->vocab == V_, ErrorKind::internal, [&] {
+      return "QRows for vocabulary " + std::to_string(rows_->vocab) + ", target has " +
+             std::to_string(V_);
+    });
+    for (const wire::QRows::Entry& entry : rows_->entries) by_session_[entry.session] = &entry.q;
+  }
+
+  const QRowsSource& fetch_;
+  int V_;
+  std::optional<wire::QRows> rows_;
+  std::unordered_map<uint64_t, const std::vector<float>*> by_session_;
+};
 
 }  // namespace
 
 void verify_blocks(Backend& backend, int V, const float* logits, const wire::TargetStep& step,
-                   const wire::QRows* q_rows, Buffer& probs,
+                   const QRowsSource& fetch_q_rows, Buffer& probs,
                    std::vector<wire::TargetResult::Outcome>& outcomes) {
   size_t rows = 0;
   for (const auto& s : step.sequences) rows += static_cast<size_t>(s.logit_count);
   if (probs.size() < rows * V) probs = backend.allocate(rows * V);
-  const auto remote_q = index_q_rows(q_rows, V);
+  DraftRankRows draft_rank_rows(fetch_q_rows, V);
 
   std::vector<int32_t> argmaxes(rows);  // (R)
   std::vector<VerifyBlock> sampled;
@@ -55,24 +75,18 @@ void verify_blocks(Backend& backend, int V, const float* logits, const wire::Tar
       greedy_of.push_back(verified++);
       continue;
     }
-    const float* q = nullptr;
-    if (s.q_source == wire::QSource::inline_rows) {
-      q = s.q.data();
-    } else if (s.q_source == wire::QSource::draft_rank) {
-      auto it = remote_q.find(s.session);
-      require(it != remote_q.end(), ErrorKind::internal, [&] {
-        return "no q rows from the draft rank for session " + std::to_string(s.session);
-      });
-      q = it->second->data();
-    }
-    const size_t q_size = q == nullptr ? 0
-                          : s.q_source == wire::QSource::inline_rows
-                              ? s.q.size()
-                              : remote_q.at(s.session)->size();
-    require(q == nullptr || q_size == static_cast<size_t>(s.gamma) * V, ErrorKind::internal, [&] {
-      return "session " + std::to_string(s.session) + " has " + std::to_string(q_size) +
-             " q values for " + std::to_string(s.gamma) + " drafts";
-    });
+    // q rows: inline, from the draft rank, or none (one-hot at the drafts).
+    const std::vector<float>* q_rows = s.q_source == wire::QSource::inline_rows ? &s.q
+                                       : s.q_source == wire::QSource::draft_rank
+                                           ? &draft_rank_rows.of(s.session)
+                                           : nullptr;
+    require(!q_rows || q_rows->size() == static_cast<size_t>(s.gamma) * V, ErrorKind::internal,
+            [&] {
+              return "session " + std::to_string(s.session) + " has " +
+                     std::to_string(q_rows->size()) + " q values for " +
+                     std::to_string(s.gamma) + " drafts";
+            });
+    const float* q = q_rows ? q_rows->data() : nullptr;
     backend.standardize(logits + offset, s.gamma + 1, V, std::span(&s.sampling, 1),
                         probs.data() + offset);
     sampled.push_back({s.gamma, drafts, probs.data() + offset, q, s.first_position,

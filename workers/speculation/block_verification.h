@@ -9,6 +9,7 @@
 // rank 0 of a tensor-parallel group.
 #pragma once
 
+#include <functional>
 #include <vector>
 
 #include "kernels/backend.h"
@@ -16,12 +17,15 @@
 
 namespace tandem {
 
-// outcomes: one per sequence with verify set, in step order. q_rows: this
-// step's rows from the draft rank (null when none were sent); a block whose
-// rows are missing is an Error(internal) naming its session. probs is a
-// scratch buffer grown as needed.
+// Waits for this step's q rows from the draft rank; called once, and only
+// when a sampled block's rows are there (q_source draft_rank).
+using QRowsSource = std::function<wire::QRows()>;
+
+// outcomes: one per sequence with verify set, in step order. A block whose
+// rows are missing (no source, or not in its QRows) is an Error(internal)
+// naming its session. probs is a scratch buffer grown as needed.
 void verify_blocks(Backend& backend, int V, const float* logits, const wire::TargetStep& step,
-                   const wire::QRows* q_rows, Buffer& probs,
+                   const QRowsSource& fetch_q_rows, Buffer& probs,
                    std::vector<wire::TargetResult::Outcome>& outcomes);
 
 }  // namespace tandem

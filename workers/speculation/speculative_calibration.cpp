@@ -36,17 +36,13 @@ double SpeculativeEngine::timed_pass(int tokens) {
     step.sequences.push_back(std::move(sequence));
   }
   double seconds = -1;
-  std::vector<int64_t> seqs;
-  for (const auto& sequence : step.sequences) seqs.push_back(sequence.seq);
   if (fits) {
     wire::TargetResult result;
     const auto start = std::chrono::steady_clock::now();
     run_target_step(step, result);
     seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-    for (const auto& sequence : step.sequences)
-      cache_.set_length(sequence.seq, static_cast<int>(sequence.tokens.size()));
   }
-  for (int64_t seq : seqs) release_sequence(seq);
+  for (const auto& sequence : step.sequences) release_sequence(sequence.seq);
   return seconds;
 }
 

@@ -48,6 +48,7 @@ struct SpeculativeEngine::StepPlan {
     bool probe = false;        // drafting one token only to re-measure α
     bool dropped = false;     // preempted or ended while reserving
     DraftProposal proposal;
+    int start = 0;              // its cached target positions before the pass
     std::vector<int32_t> feed;  // committed tokens fed, then the drafts
     int first_row = -1;         // its first logits row, -1 when it does not verify
     VerifyOutcome outcome;      // n accepted and the target's token, when it verifies
@@ -222,17 +223,16 @@ int SpeculativeEngine::commit(Session& s, std::span<const int32_t> accepted, int
 bool SpeculativeEngine::run_target(StepPlan& plan) {
   wire::TargetStep step;
   std::vector<StepPlan::Entry*> fed;
-  std::vector<int> starts;  // each fed session's cached length before the pass
   for (StepPlan::Entry& e : plan.entries) {
     if (e.dropped) continue;
     Session& s = *e.session;
-    const int start = cache_.length(s.seq);
-    const auto from = s.tokens.begin() + start;
+    e.start = cache_.length(s.seq);
+    const auto from = s.tokens.begin() + e.start;
     e.feed.assign(from, from + e.chunk.fed);
     e.feed.insert(e.feed.end(), e.proposal.tokens.begin(), e.proposal.tokens.end());
     wire::TargetStep::Sequence sequence;
     sequence.seq = s.seq;
-    sequence.start = start;
+    sequence.start = e.start;
     sequence.tokens = e.feed;
     sequence.verify = e.chunk.verifies;
     if (e.chunk.verifies) {
@@ -249,7 +249,6 @@ bool SpeculativeEngine::run_target(StepPlan& plan) {
     }
     step.sequences.push_back(std::move(sequence));
     fed.push_back(&e);
-    starts.push_back(start);
     last_step_.target_tokens += static_cast<int>(e.feed.size());
   }
   if (fed.empty()) return false;
@@ -262,10 +261,11 @@ bool SpeculativeEngine::run_target(StepPlan& plan) {
   cost_model_.record(last_step_.target_tokens, plan.target_seconds);
 
   size_t outcome = 0;
-  for (size_t i = 0; i < fed.size(); ++i) {
-    StepPlan::Entry* e = fed[i];
+  for (StepPlan::Entry* e : fed) {
     Session& s = *e->session;
-    cache_.set_length(s.seq, starts[i] + static_cast<int>(e->feed.size()));
+    // The engine's account of the cache (an in-process forward over this
+    // same cache has already recorded it; a remote one has not).
+    cache_.set_length(s.seq, e->start + static_cast<int>(e->feed.size()));
     if (e->first_row < 0) continue;
     require(outcome < result.outcomes.size(), ErrorKind::internal,
             "the target pass returned fewer outcomes than blocks it verified");

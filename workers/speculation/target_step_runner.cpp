@@ -1,11 +1,9 @@
 #include "workers/speculation/target_step_runner.h"
 
-#include <algorithm>
 #include <chrono>
 #include <string>
 
 #include "common/error.h"
-#include "workers/speculation/block_verification.h"
 
 namespace tandem {
 
@@ -58,19 +56,8 @@ void TargetStepRunner::run(wire::TargetStep& step, wire::TargetResult& result) {
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   result.communication_seconds = model_.communication_seconds();
   if (logits == nullptr) return;  // a shard other than target rank 0
-
-  const bool wants_remote_q = std::any_of(
-      step.sequences.begin(), step.sequences.end(), [](const wire::TargetStep::Sequence& s) {
-        return s.verify && s.q_source == wire::QSource::draft_rank && !s.sampling.greedy();
-      });
-  wire::QRows q_rows;
-  if (wants_remote_q) {
-    require(static_cast<bool>(q_rows_), ErrorKind::internal,
-            "a block's q rows are at the draft rank, but this runner has no way to receive them");
-    q_rows = q_rows_();
-  }
-  verify_blocks(model_.backend(), model_.config().vocab_size, logits, step,
-                wants_remote_q ? &q_rows : nullptr, probs_, result.outcomes);
+  verify_blocks(model_.backend(), model_.config().vocab_size, logits, step, q_rows_, probs_,
+                result.outcomes);
 }
 
 }  // namespace tandem

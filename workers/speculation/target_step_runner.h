@@ -13,11 +13,11 @@
 // rank); other shards return an empty result.
 #pragma once
 
-#include <functional>
 #include <unordered_map>
 
 #include "workers/kv_cache.h"
 #include "workers/llama_model.h"
+#include "workers/speculation/block_verification.h"
 #include "workers/speculation/target_executor.h"
 
 namespace tandem {
@@ -25,10 +25,6 @@ namespace tandem {
 class TargetStepRunner final : public TargetExecutor {
  public:
   enum class CacheMode { shared, mirrored };
-  // Waits for this step's q rows from the draft rank (called only when a
-  // block's q_source is draft_rank).
-  using QRowsSource = std::function<wire::QRows()>;
-
   TargetStepRunner(LlamaModel& model, PagedKvCache& cache, CacheMode mode,
                    QRowsSource q_rows = {});
   TargetStepRunner(const TargetStepRunner&) = delete;
