@@ -2,6 +2,12 @@
 
 #include <utility>
 
+#include "common/error.h"
+#ifdef TANDEM_HAVE_CUDA
+#include "kernels/cuda/cuda_backend.h"
+#include "kernels/cuda/device_info.h"
+#endif
+
 namespace tandem {
 
 const char* backend_name(BackendKind kind) {
@@ -19,6 +25,7 @@ Buffer& Buffer::operator=(Buffer&& other) noexcept {
     reset();
     data_ = std::exchange(other.data_, nullptr);
     size_ = std::exchange(other.size_, 0);
+    dtype_ = std::exchange(other.dtype_, Dtype::f32);
     deleter_ = std::exchange(other.deleter_, nullptr);
   }
   return *this;
@@ -28,7 +35,43 @@ void Buffer::reset() {
   if (data_ && deleter_) deleter_(data_);
   data_ = nullptr;
   size_ = 0;
+  dtype_ = Dtype::f32;
   deleter_ = nullptr;
+}
+
+Buffer Backend::upload_weights(std::span<const float> host) {
+  require(weight_dtype() == Dtype::f32, ErrorKind::internal,
+          "a backend storing narrow weights must override upload_weights");
+  Buffer buffer = allocate(host.size());
+  if (!host.empty()) upload(host, buffer.data());
+  return buffer;
+}
+
+int cuda_device_count() {
+#ifdef TANDEM_HAVE_CUDA
+  return cuda::device_count();
+#else
+  return 0;
+#endif
+}
+
+bool cuda_backend_built() {
+#ifdef TANDEM_HAVE_CUDA
+  return true;
+#else
+  return false;
+#endif
+}
+
+std::unique_ptr<Backend> make_backend(BackendKind kind, int device, Dtype weight_dtype) {
+  if (kind == BackendKind::cpu) return make_cpu_backend();
+#ifdef TANDEM_HAVE_CUDA
+  return make_cuda_backend(device, weight_dtype);
+#else
+  throw Error(ErrorKind::invalid_argument,
+              "this build of tandem has no CUDA backend (nvcc was not found when it was "
+              "built); rebuild on a machine with the CUDA toolkit, see docs/gpu.md");
+#endif
 }
 
 }  // namespace tandem

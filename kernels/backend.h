@@ -1,9 +1,16 @@
 // The Backend interface: every op the model runs, behind one virtual table.
 //
-// Implementations: kernels/cpu (OpenBLAS + C++, the reference) and, later,
-// kernels/cuda. Pointers passed to an op live in the backend's own memory
-// (host memory for the CPU backend, device memory for CUDA); metadata such as
-// positions, slot maps and block tables is always host memory.
+// Implementations: kernels/cpu (OpenBLAS + C++, the reference) and
+// kernels/cuda (CUDA kernels + cuBLAS, each op tested against its CPU twin).
+// Pointers passed to an op live in the backend's own memory (host memory for
+// the CPU backend, device memory for CUDA) unless the op says "host";
+// metadata such as token ids, positions, slot maps, block tables and
+// sampling parameters is always host memory, and so are the small results
+// (token ids, verification outcomes) that the engine reads.
+//
+// Ops run in call order. A backend may queue them (CUDA runs them on its
+// stream); every op that writes host memory (download, argmax, sample,
+// verify) returns only once its results are there.
 //
 // Dimension glossary used in every shape comment below:
 //   T  new tokens in the ragged batch (all sequences together)
@@ -20,6 +27,7 @@
 #include <span>
 #include <string>
 
+#include "kernels/dtype.h"
 #include "kernels/sampling_params.h"
 #include "kernels/verify_types.h"
 
@@ -49,27 +57,34 @@ struct SequenceSlice {
   std::span<const int32_t> block_table;  // physical block of each logical block
 };
 
-// Backend-owned memory: move-only, freed by the backend that made it.
+// Backend-owned memory: move-only, freed by the backend that made it. Holds
+// f32 (activations, caches, norms) or, for weights, the backend's weight
+// dtype; data() is meaningful only for f32 buffers, view() for any.
 class Buffer {
  public:
-  using Deleter = void (*)(float*);
+  using Deleter = void (*)(void*);
   Buffer() = default;
-  Buffer(float* data, size_t size, Deleter deleter) : data_(data), size_(size), deleter_(deleter) {}
+  Buffer(void* data, size_t size, Dtype dtype, Deleter deleter)
+      : data_(data), size_(size), dtype_(dtype), deleter_(deleter) {}
   Buffer(Buffer&& other) noexcept { *this = std::move(other); }
   Buffer& operator=(Buffer&& other) noexcept;
   Buffer(const Buffer&) = delete;
   Buffer& operator=(const Buffer&) = delete;
   ~Buffer() { reset(); }
 
-  float* data() { return data_; }
-  const float* data() const { return data_; }
-  size_t size() const { return size_; }
+  float* data() { return static_cast<float*>(data_); }
+  const float* data() const { return static_cast<const float*>(data_); }
+  WeightView view() const { return {data_, dtype_}; }
+  void* raw() { return data_; }  // any dtype
+  size_t size() const { return size_; }  // elements
+  Dtype dtype() const { return dtype_; }
   bool empty() const { return size_ == 0; }
   void reset();
 
  private:
-  float* data_ = nullptr;
+  void* data_ = nullptr;
   size_t size_ = 0;
+  Dtype dtype_ = Dtype::f32;
   Deleter deleter_ = nullptr;
 };
 
@@ -77,25 +92,42 @@ class Backend {
  public:
   virtual ~Backend() = default;
   virtual BackendKind kind() const = 0;
+  // What runs the ops, for logs and benchmark headers: "cpu", or the GPU's
+  // name, compute capability and memory.
+  virtual std::string description() const { return backend_name(kind()); }
+  // Peak memory bandwidth in bytes/s, the roofline of a weight-bound decode
+  // step; 0 when unknown (the CPU backend).
+  virtual double peak_memory_bandwidth() const { return 0; }
 
   // ---- memory -------------------------------------------------------------
   virtual Buffer allocate(size_t count) = 0;  // zero-filled floats
   virtual void upload(std::span<const float> host, float* device) = 0;
   virtual void download(const float* device, std::span<float> host) = 0;
+  // Returns once every op queued so far has finished (a no-op where ops run
+  // synchronously): what timing a step must wait for.
+  virtual void synchronize() {}
+  // The dtype weight matrices are stored in, and a buffer holding host's
+  // values converted to it (round to nearest even). The CPU backend keeps
+  // f32; the CUDA backend bf16 or f16, as it was made.
+  virtual Dtype weight_dtype() const { return Dtype::f32; }
+  virtual Buffer upload_weights(std::span<const float> host);
 
   // ---- model ops ----------------------------------------------------------
-  // out (T, C) = table[token_ids[t]]; table (V, C). A negative id gives a
-  // row of zeros: a vocabulary-parallel rank maps tokens it does not own to
-  // -1, and the all-reduce of every rank's rows then yields the full lookup.
-  virtual void embedding(std::span<const int32_t> token_ids, const float* table, int C,
+  // out (T, C) = table[token_ids[t]]; table (V, C) in any dtype the backend
+  // stores weights in, or f32 (the op doubles as a row gather). A negative id
+  // gives a row of zeros: a vocabulary-parallel rank maps tokens it does not
+  // own to -1, and the all-reduce of every rank's rows then yields the full
+  // lookup.
+  virtual void embedding(std::span<const int32_t> token_ids, WeightView table, int C,
                          float* out) = 0;
 
   // out (T, C) = x / sqrt(mean(x^2) + eps) * weight; may alias x.
   virtual void rmsnorm(const float* x, const float* weight, int T, int C, float eps,
                        float* out) = 0;
 
-  // y (T, N) = x (T, Kin) · wᵀ + bias; w (N, Kin); bias (N) or nullptr.
-  virtual void matmul(const float* x, const float* w, const float* bias, int T, int Kin, int N,
+  // y (T, N) = x (T, Kin) · wᵀ + bias; w (N, Kin) in f32 or the weight
+  // dtype; bias (N) f32 or nullptr. Accumulation is f32 at least.
+  virtual void matmul(const float* x, WeightView w, const float* bias, int T, int Kin, int N,
                       float* y) = 0;
 
   // Rotary embedding, Hugging Face "rotate half" convention, in place.
@@ -128,18 +160,36 @@ class Backend {
                            std::span<const SamplingParams> params, float* probs) = 0;
 
   // argmax of each row of logits (rows, V); ties go to the lowest index.
+  // out (rows): host memory.
   virtual void argmax(const float* logits, int rows, int V, int32_t* out) = 0;
+
+  // One token per probability row (rows, V) by inverse CDF with uniforms
+  // (rows, host) in [0, 1): cpu::sample_row's definition. out (rows): host.
+  virtual void sample(const float* probs, int rows, int V, std::span<const double> uniforms,
+                      int32_t* out) = 0;
 
   // ---- speculative verification (Algorithm 1; see kernels/cpu/verify.h) ---
   // out[b] = (accepted n, new token t) of blocks[b]; beta: empty or Σγ
-  // entries, β_j = Σ_x min(p_j(x)/l, q_j(x)) per drafted position.
+  // entries, β_j = Σ_x min(p_j(x)/l, q_j(x)) per drafted position. The p and
+  // q rows are backend memory, drafted ids host memory; out and beta host.
   virtual void verify(std::span<const VerifyBlock> blocks, int V, std::span<VerifyOutcome> out,
                       std::span<float> beta) = 0;
-  // Temperature 0: accept while the target's argmax equals the draft.
+  // Temperature 0: accept while the target's argmax equals the draft (all
+  // host memory: argmax already brought the ids over).
   virtual void verify_greedy(std::span<const GreedyBlock> blocks,
                              std::span<VerifyOutcome> out) = 0;
 };
 
 std::unique_ptr<Backend> make_cpu_backend();
+// CUDA devices this process can use; 0 without a driver, without a device, or
+// in a build without the CUDA backend.
+int cuda_device_count();
+// Whether this build has the CUDA backend (nvcc was found when it was built).
+bool cuda_backend_built();
+// The backend a deployment asks for: cpu, or cuda on GPU `device` with
+// weights in weight_dtype (bf16 or f16). Error(invalid_argument) when this
+// build has no CUDA backend, Error(unavailable) when the GPU cannot be used.
+std::unique_ptr<Backend> make_backend(BackendKind kind, int device = 0,
+                                      Dtype weight_dtype = Dtype::bf16);
 
 }  // namespace tandem

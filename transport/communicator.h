@@ -1,11 +1,12 @@
 // Communicator: how ranks of one job exchange bytes and floats.
 //
 // Implementations: LocalCommunicator (world size 1: every role in one
-// process, collectives are copies) and MpiCommunicator (host buffers over
-// Open MPI). The NCCL one (device buffers) comes with the CUDA backend and
-// keeps this interface. Ranks are numbered within the communicator; split()
-// makes a sub-communicator (the target's tensor-parallel group) whose ranks
-// are numbered 0.. in the order given.
+// process, collectives are copies), MpiCommunicator (host buffers over
+// Open MPI) and NcclCommunicator (the float collectives on GPU buffers
+// through NCCL, the rest through a host communicator; built with CUDA).
+// Ranks are numbered within the communicator; split() makes a
+// sub-communicator (the target's tensor-parallel group) whose ranks are
+// numbered 0.. in the order given.
 //
 // Collectives must be called by every rank of the communicator in the same
 // order. Point-to-point messages carry a tag so that a receiver takes the

@@ -89,7 +89,7 @@ void LlamaModel::check_weight_shapes() const {
     require(got == expected, ErrorKind::invalid_argument, [&] {
       return std::string("weights do not fit tensor shard ") + std::to_string(shard_.rank) +
              " of " + std::to_string(shard_.size) + ": " + name + " has " + std::to_string(got) +
-             " floats, expected " + std::to_string(expected) +
+             " elements, expected " + std::to_string(expected) +
              ". Hint: load the weights with the same TensorShard as the model";
     });
   };
@@ -212,7 +212,7 @@ const float* LlamaModel::forward(std::span<const SequenceStep> steps, PagedKvCac
   Backend& be = backend_;
 
   if (!split) {
-    be.embedding(layout.tokens, weights_.embed.data(), C, hidden_.data());  // hidden (T, C)
+    be.embedding(layout.tokens, weights_.embed.view(), C, hidden_.data());  // hidden (T, C)
   } else {
     // Vocabulary-parallel embedding: rows this rank owns, zeros for the
     // rest (id -1); the all-reduce completes every row.
@@ -222,7 +222,7 @@ const float* LlamaModel::forward(std::span<const SequenceStep> steps, PagedKvCac
       const int32_t id = layout.tokens[t] - own.begin;
       local_ids_[t] = id >= 0 && id < own.count ? id : -1;
     }
-    be.embedding(local_ids_, weights_.embed.data(), C, hidden_.data());
+    be.embedding(local_ids_, weights_.embed.view(), C, hidden_.data());
     all_reduce(hidden_.data(), TC);
   }
   for (int l = 0; l < config_.num_layers; ++l) {
@@ -234,29 +234,29 @@ const float* LlamaModel::forward(std::span<const SequenceStep> steps, PagedKvCac
     // Split: qkv is column-parallel (own heads; input replicated), o_proj
     // row-parallel (own input columns), its (T, C) output all-reduced.
     be.rmsnorm(hidden_.data(), w.attn_norm.data(), T, C, eps, normed_.data());
-    const float* qkv = w.qkv.data();
+    const WeightView qkv = w.qkv.view();
     const float* bias = w.qkv_bias.empty() ? nullptr : w.qkv_bias.data();
     const size_t k_rows = static_cast<size_t>(q_dim);
     const size_t v_rows = k_rows + kv_dim;
     be.matmul(normed_.data(), qkv, bias, T, C, q_dim, q_.data());                  // q (T, H*D)
-    be.matmul(normed_.data(), qkv + k_rows * C, bias ? bias + k_rows : nullptr, T, C, kv_dim,
+    be.matmul(normed_.data(), qkv.offset(k_rows * C), bias ? bias + k_rows : nullptr, T, C, kv_dim,
               k_.data());                                                          // k (T, K*D)
-    be.matmul(normed_.data(), qkv + v_rows * C, bias ? bias + v_rows : nullptr, T, C, kv_dim,
+    be.matmul(normed_.data(), qkv.offset(v_rows * C), bias ? bias + v_rows : nullptr, T, C, kv_dim,
               v_.data());                                                          // v (T, K*D)
     be.rope(q_.data(), layout.positions, H, D, inv_freq_.data());
     be.rope(k_.data(), layout.positions, K, D, inv_freq_.data());
     be.kv_write(k_.data(), v_.data(), layout.slots, kv);
     be.attention(q_.data(), layout.slices, H, kv, scale, attn_.data());           // (T, H*D)
-    be.matmul(attn_.data(), w.o_proj.data(), nullptr, T, q_dim, C, normed_.data());
+    be.matmul(attn_.data(), w.o_proj.view(), nullptr, T, q_dim, C, normed_.data());
     if (split) all_reduce(normed_.data(), TC);
     be.add(hidden_.data(), normed_.data(), TC);
 
     // MLP block. Split: gate_up column-parallel (own I/tp), down_proj
     // row-parallel, its (T, C) output all-reduced.
     be.rmsnorm(hidden_.data(), w.mlp_norm.data(), T, C, eps, normed_.data());
-    be.matmul(normed_.data(), w.gate_up.data(), nullptr, T, C, 2 * I, gate_up_.data());  // (T, 2I)
+    be.matmul(normed_.data(), w.gate_up.view(), nullptr, T, C, 2 * I, gate_up_.data());  // (T, 2I)
     be.swiglu(gate_up_.data(), T, I, mlp_.data());                                       // (T, I)
-    be.matmul(mlp_.data(), w.down_proj.data(), nullptr, T, I, C, normed_.data());
+    be.matmul(mlp_.data(), w.down_proj.view(), nullptr, T, I, C, normed_.data());
     if (split) all_reduce(normed_.data(), TC);
     be.add(hidden_.data(), normed_.data(), TC);
   }
@@ -277,6 +277,11 @@ const float* LlamaModel::forward(std::span<const SequenceStep> steps, PagedKvCac
   for (const SequenceStep& step : steps)
     cache.set_length(step.seq, cache.length(step.seq) + static_cast<int>(step.tokens.size()));
   logit_rows_ = R;
+  // A device backend queues the step; wait for it here, so that every step
+  // time measured around forward() (the γ policy's costs, the benches) is
+  // the step's and not its launch's. Nothing is lost: whatever comes next
+  // (sampling, verification, the next draft round) needs these logits.
+  backend_.synchronize();
   return logits;
 }
 

@@ -19,11 +19,15 @@
 namespace tandem {
 namespace {
 
-// Host staging → a fresh backend buffer of the same size.
+// Host staging → a fresh f32 backend buffer (norms, biases).
 Buffer to_backend(Backend& backend, std::span<const float> host) {
   Buffer buffer = backend.allocate(host.size());
   if (!host.empty()) backend.upload(host, buffer.data());
   return buffer;
+}
+// Host staging → a weight matrix in the backend's weight dtype.
+Buffer to_backend_matrix(Backend& backend, std::span<const float> host) {
+  return backend.upload_weights(host);
 }
 
 std::array<int64_t, 2> matrix(int64_t rows, int64_t cols) { return {rows, cols}; }
@@ -105,22 +109,22 @@ LlamaLayerWeights load_layer(const CheckpointReader& reader, const ModelConfig& 
   const RowSlice mine{layout.intermediate.begin, layout.intermediate.end()};
   LlamaLayerWeights w;
   w.attn_norm = to_backend(backend, reader.read_f32(prefix + "input_layernorm.weight", vector_of(C)));
-  w.qkv = to_backend(backend, read_stacked(reader, qkv_parts(attn, "weight", config, layout), C,
+  w.qkv = to_backend_matrix(backend, read_stacked(reader, qkv_parts(attn, "weight", config, layout), C,
                                            /*is_vector=*/false));
   if (config.attention_bias) {
     w.qkv_bias = to_backend(backend, read_stacked(reader, qkv_parts(attn, "bias", config, layout),
                                                   1, /*is_vector=*/true));
   }
-  w.o_proj = to_backend(backend, read_columns(reader, attn + "o_proj.weight", C, q_dim,
+  w.o_proj = to_backend_matrix(backend, read_columns(reader, attn + "o_proj.weight", C, q_dim,
                                               layout.q_heads.begin * int64_t{layout.head_dim},
                                               layout.q_heads.end() * int64_t{layout.head_dim}));
   w.mlp_norm =
       to_backend(backend, reader.read_f32(prefix + "post_attention_layernorm.weight", vector_of(C)));
-  w.gate_up = to_backend(backend, read_stacked(reader,
+  w.gate_up = to_backend_matrix(backend, read_stacked(reader,
                                                {{mlp + "gate_proj.weight", I, mine},
                                                 {mlp + "up_proj.weight", I, mine}},
                                                C, /*is_vector=*/false));
-  w.down_proj = to_backend(backend, read_columns(reader, mlp + "down_proj.weight", C, I,
+  w.down_proj = to_backend_matrix(backend, read_columns(reader, mlp + "down_proj.weight", C, I,
                                                  mine.begin, mine.end));
   return w;
 }
@@ -218,24 +222,24 @@ class DummyFactory {
       in_order = in_order && s.begin == kept;
       kept += s.count();
     }
-    if (in_order && kept == rows && padded_rows <= rows) return to_backend(backend_, whole);
+    if (in_order && kept == rows && padded_rows <= rows) return to_backend_matrix(backend_, whole);
     std::vector<float> host(static_cast<size_t>(std::max(kept, padded_rows) * cols), 0.0f);
     float* out = host.data();
     for (const RowSlice& s : slices) {
       out = std::copy(whole.begin() + s.begin * cols, whole.begin() + s.end * cols, out);
     }
-    return to_backend(backend_, host);
+    return to_backend_matrix(backend_, host);
   }
   // Columns [c0, c1) of a (rows, cols) tensor.
   Buffer column_slice(int64_t rows, int64_t cols, uint64_t tensor_id, int64_t c0, int64_t c1) {
     const std::span<const float> whole = full(rows, cols, tensor_id);
-    if (c0 == 0 && c1 == cols) return to_backend(backend_, whole);
+    if (c0 == 0 && c1 == cols) return to_backend_matrix(backend_, whole);
     std::vector<float> host(static_cast<size_t>(rows * (c1 - c0)));
     for (int64_t r = 0; r < rows; ++r) {
       std::copy(whole.begin() + r * cols + c0, whole.begin() + r * cols + c1,
                 host.begin() + r * (c1 - c0));
     }
-    return to_backend(backend_, host);
+    return to_backend_matrix(backend_, host);
   }
   Buffer ones(int64_t n) {
     std::span<float> host = staging(n);
@@ -265,12 +269,13 @@ int64_t LlamaWeights::bytes_read_per_step() const {
   // Every layer matrix, bias and norm is read in full each step; so is the
   // LM head (tied or not, once). The embedding is only gathered, T rows of
   // (V, C), which is negligible next to the rest and is not counted.
-  size_t floats = final_norm.size() + (lm_head.empty() ? embed.size() : lm_head.size());
+  auto bytes = [](const Buffer& b) { return b.size() * dtype_size(b.dtype()); };
+  size_t total = bytes(final_norm) + bytes(lm_head.empty() ? embed : lm_head);
   for (const LlamaLayerWeights& l : layers) {
-    floats += l.attn_norm.size() + l.qkv.size() + l.qkv_bias.size() + l.o_proj.size() +
-              l.mlp_norm.size() + l.gate_up.size() + l.down_proj.size();
+    total += bytes(l.attn_norm) + bytes(l.qkv) + bytes(l.qkv_bias) + bytes(l.o_proj) +
+             bytes(l.mlp_norm) + bytes(l.gate_up) + bytes(l.down_proj);
   }
-  return static_cast<int64_t>(floats * sizeof(float));
+  return static_cast<int64_t>(total);
 }
 
 LlamaWeights load_llama_weights(const std::filesystem::path& model_dir, const ModelConfig& config,
@@ -280,7 +285,7 @@ LlamaWeights load_llama_weights(const std::filesystem::path& model_dir, const Mo
   CheckpointReader reader(model_dir);
   const int64_t C = config.hidden_size, V = config.vocab_size;
   LlamaWeights w;
-  w.embed = to_backend(backend, read_vocab_rows(reader, "model.embed_tokens.weight", V, C, layout));
+  w.embed = to_backend_matrix(backend, read_vocab_rows(reader, "model.embed_tokens.weight", V, C, layout));
   w.layers.reserve(static_cast<size_t>(config.num_layers));
   for (int layer = 0; layer < config.num_layers; ++layer) {
     w.layers.push_back(load_layer(reader, config, layout, layer, backend));
@@ -293,7 +298,7 @@ LlamaWeights load_llama_weights(const std::filesystem::path& model_dir, const Mo
                                  "and config.json says tie_word_embeddings is false. Hint: if "
                                  "the model shares its embedding with the LM head, set "
                                  "tie_word_embeddings to true");
-    w.lm_head = to_backend(backend, read_vocab_rows(reader, "lm_head.weight", V, C, layout));
+    w.lm_head = to_backend_matrix(backend, read_vocab_rows(reader, "lm_head.weight", V, C, layout));
   }
   w.checkpoint_bytes_read = reader.bytes_read();
   return w;

@@ -30,6 +30,8 @@
 
 namespace tandem {
 
+// Matrices (qkv, o_proj, gate_up, down_proj, embed, lm_head) are in the
+// backend's weight dtype; norms and biases are f32.
 struct LlamaLayerWeights {
   Buffer attn_norm;  // (C)
   Buffer qkv;        // (q_dim + 2*kv_dim, C), local dims
@@ -48,7 +50,7 @@ struct LlamaWeights {
   // Checkpoint bytes (stored dtype) this rank read to build these weights;
   // 0 for dummy weights.
   int64_t checkpoint_bytes_read = 0;
-  const float* lm_head_or_embed() const { return lm_head.empty() ? embed.data() : lm_head.data(); }
+  WeightView lm_head_or_embed() const { return lm_head.empty() ? embed.view() : lm_head.view(); }
   // Bytes of weights one forward step reads (the LM head once even if tied).
   int64_t bytes_read_per_step() const;
 };

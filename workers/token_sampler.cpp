@@ -1,13 +1,11 @@
 #include "workers/token_sampler.h"
 
-#include "kernels/cpu/sampling.h"
 #include "kernels/philox.h"
 
 namespace tandem {
 
 TokenSampler::TokenSampler(Backend& backend, int vocab_size)
-    : backend_(backend), V_(vocab_size), probs_(backend.allocate(static_cast<size_t>(vocab_size))),
-      probs_host_(static_cast<size_t>(vocab_size)) {}
+    : backend_(backend), V_(vocab_size), probs_(backend.allocate(static_cast<size_t>(vocab_size))) {}
 
 int32_t TokenSampler::pick(const float* logits_row, const SamplingParams& params,
                            int64_t position) {
@@ -17,9 +15,11 @@ int32_t TokenSampler::pick(const float* logits_row, const SamplingParams& params
     return token;
   }
   backend_.standardize(logits_row, 1, V_, std::span(&params, 1), probs_.data());
-  backend_.download(probs_.data(), probs_host_);
+  // The row stays in backend memory; only the token comes back.
   const double u = philox_uniform(params.seed, position, RandomPurpose::target_sample);
-  return cpu::sample_row(probs_host_.data(), V_, u);
+  int32_t token = 0;
+  backend_.sample(probs_.data(), 1, V_, std::span(&u, 1), &token);
+  return token;
 }
 
 }  // namespace tandem

@@ -21,8 +21,7 @@ class TokenSampler {
  private:
   Backend& backend_;
   int V_;
-  Buffer probs_;                  // (V) backend memory
-  std::vector<float> probs_host_;  // (V)
+  Buffer probs_;  // (V) backend memory
 };
 
 }  // namespace tandem

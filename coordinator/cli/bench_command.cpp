@@ -72,10 +72,10 @@ int bench_forward(const Words& words) {
   const double bytes = static_cast<double>(model.weights().bytes_read_per_step());
   const double decode_tps = median(decode);
   std::printf("model: %lld parameters (hidden %d, intermediate %d, %d layers, %d heads of %d, "
-              "%d KV heads, vocab %d), fp32 on %s\n",
+              "%d KV heads, vocab %d), %s weights on %s\n",
               static_cast<long long>(c.parameter_count()), c.hidden_size, c.intermediate_size,
               c.num_layers, c.num_heads, c.head_dim, c.num_kv_heads, c.vocab_size,
-              backend_name(model.backend().kind()));
+              dtype_name(model.backend().weight_dtype()), model.backend().description().c_str());
   std::printf("decode  batch 1, %d tokens: %8.1f tokens/s (median of %d; min %.1f, max %.1f)\n",
               decode_tokens, decode_tps, repeats, *std::min_element(decode.begin(), decode.end()),
               *std::max_element(decode.begin(), decode.end()));
@@ -83,6 +83,12 @@ int bench_forward(const Words& words) {
               median(prefill), repeats);
   std::printf("weights read per decode step: %.1f MB; implied bandwidth at batch 1: %.1f GB/s\n",
               bytes / 1e6, bytes * decode_tps / 1e9);
+  if (const double peak = model.backend().peak_memory_bandwidth(); peak > 0) {
+    // The roofline: a decode step must stream every weight once, so it can
+    // go no faster than bandwidth / bytes per step.
+    std::printf("roofline at %.0f GB/s peak: %.1f tokens/s; measured decode reaches %.1f%% of it\n",
+                peak / 1e9, peak / bytes, 100.0 * decode_tps * bytes / peak);
+  }
   return 0;
 }
 

@@ -32,6 +32,8 @@ commands:
   loadtest  --url URL --concurrency 1,4,16 | --rate 2,4
                                      throughput and latency of an OpenAI completions endpoint
                                      (vLLM bench serve's metrics; --json, --plots DIR)
+  generate and bench run on --backend cpu (default) or --backend cuda [--device N]
+  [--weight-dtype bf16|fp16|fp32] (bf16 by default on cuda; see docs/gpu.md)
   help                               this text
 )";
 

@@ -19,10 +19,28 @@ LoadedModel load(const std::filesystem::path& path, bool dummy, const Args& args
   return load_model(spec, backend);
 }
 
+// --backend cpu|cuda (default cpu) --device N (default 0) --weight-dtype
+// bf16|fp16|fp32 (default bf16 on cuda; the cpu backend has fp32 only).
+std::unique_ptr<Backend> open_backend(const Args& args) {
+  const std::string kind = args.get("backend", "cpu");
+  require(kind == "cpu" || kind == "cuda", ErrorKind::invalid_argument,
+          "--backend must be cpu or cuda, got " + kind);
+  const bool gpu = kind == "cuda";
+  const std::string dtype_name = args.get("weight-dtype", gpu ? "bf16" : "fp32");
+  const std::optional<Dtype> dtype = parse_weight_dtype(dtype_name);
+  require(dtype.has_value(), ErrorKind::invalid_argument,
+          "--weight-dtype must be bf16, fp16 or fp32, got " + dtype_name);
+  require(gpu || *dtype == Dtype::f32, ErrorKind::invalid_argument,
+          "--weight-dtype " + dtype_name + " needs --backend cuda (the cpu backend has fp32 only)");
+  const int device = static_cast<int>(args.get_int("device", 0));
+  return make_backend(gpu ? BackendKind::cuda : BackendKind::cpu, device, *dtype);
+}
+
 }  // namespace
 
 std::set<std::string> model_option_names() {
-  return {"model", "dummy", "draft", "dummy-draft", "seed-weights", "kv-blocks", "block-size"};
+  return {"model",     "dummy",      "draft",      "dummy-draft", "seed-weights",
+          "kv-blocks", "block-size", "backend",    "device",      "weight-dtype"};
 }
 
 OpenModel open_model(const Args& args, const TensorShard& shard) {
@@ -32,7 +50,7 @@ OpenModel open_model(const Args& args, const TensorShard& shard) {
   require(!(args.has("draft") && args.has("dummy-draft")), ErrorKind::invalid_argument,
           "give at most one of --draft DIR and --dummy-draft CONFIG_JSON");
   OpenModel open;
-  open.backend = make_cpu_backend();
+  open.backend = open_backend(args);
   const bool dummy = args.has("dummy");
   open.target = load(args.get(dummy ? "dummy" : "model"), dummy, args, *open.backend, shard);
   if (args.has("draft") || args.has("dummy-draft")) {

@@ -19,6 +19,9 @@
 #include "coordinator/models/load_model.h"
 #include "coordinator/server/server_app.h"
 #include "transport/world_communicator.h"
+#ifdef TANDEM_HAVE_NCCL
+#include "transport/nccl_communicator.h"
+#endif
 
 namespace tandem {
 namespace {
@@ -43,8 +46,12 @@ int run_worker(const DeploymentConfig& config, PeerChannel& channel, Communicato
 
   const ClusterLayout& layout = channel.layout();
   const auto start = std::chrono::steady_clock::now();
-  std::unique_ptr<Backend> backend = make_cpu_backend();
   const bool draft = layout.role == Role::draft;
+  const PlacementConfig& placement = config.placement;
+  std::unique_ptr<Backend> backend =
+      make_backend(placement.backend,
+                   draft ? placement.draft_device : placement.target_device(layout.tp_rank),
+                   placement.weight_dtype);
   ModelSpec spec = draft ? model_spec(*config.draft, config.scheduler.draft_kv_blocks,
                                       config.scheduler.block_size)
                          : model_spec(config.target, config.scheduler.kv_blocks,
@@ -65,6 +72,18 @@ int run_worker(const DeploymentConfig& config, PeerChannel& channel, Communicato
                : serve_target_rank(channel, *loaded.model, *loaded.cache);
 }
 
+// A GPU shard's collectives run on device buffers: NCCL over the group's
+// MPI communicator (collective over the group).
+std::unique_ptr<Communicator> gpu_group(std::unique_ptr<Communicator> group, int device) {
+#ifdef TANDEM_HAVE_NCCL
+  return make_nccl_communicator(std::move(group), device);
+#else
+  throw Error(ErrorKind::unsupported,
+              "placement.backend is cuda with a tensor-parallel target, but this build has no "
+              "NCCL (nccl.h or libnccl were not found when it was built; see docs/gpu.md)");
+#endif
+}
+
 }  // namespace
 
 int serve_in_role(DeploymentConfig config) {
@@ -77,6 +96,8 @@ int serve_in_role(DeploymentConfig config) {
       make_cluster_layout(config.placement, world->rank(), world->size());
   // Collective over the whole job: every rank calls it, shards get their group.
   std::unique_ptr<Communicator> tp_group = world->split(layout.placement.target_ranks);
+  if (tp_group && tp_group->size() > 1 && layout.placement.backend == BackendKind::cuda)
+    tp_group = gpu_group(std::move(tp_group), layout.placement.target_device(layout.tp_rank));
   PeerChannel channel(*world, layout);
   try {
     if (layout.role != Role::coordinator) {

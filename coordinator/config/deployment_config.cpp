@@ -34,9 +34,9 @@ const Keys kServerKeys = {"host",
                           "served_model_name"};
 const Keys kModelsKeys = {"target", "draft"};
 const Keys kModelKeys = {"path", "load_format", "shape", "seed", "tokenizer"};
-const Keys kPlacementKeys = {"backend",       "threads",      "coordinator_rank",
-                             "draft_rank",    "draft_device", "target_ranks",
-                             "target_devices", "step_timeout_seconds"};
+const Keys kPlacementKeys = {"backend",        "weight_dtype", "threads",
+                             "coordinator_rank", "draft_rank", "draft_device",
+                             "target_ranks",   "target_devices", "step_timeout_seconds"};
 const Keys kSpeculationKeys = {"drafter",   "gamma",     "max_gamma", "prior_alpha",
                                "ngram_min", "ngram_max", "lenience"};
 const Keys kSchedulerKeys = {"max_running_sessions", "max_queued_requests",
@@ -130,12 +130,30 @@ namespace {
 
 PlacementConfig read_placement(const ConfigSection& section, bool has_draft) {
   section.allow_only(kPlacementKeys);
-  PlacementConfig placement;  // backend: cpu, the one BackendKind built so far
+  PlacementConfig placement;
   const std::string backend = section.text("backend", "cpu");
-  if (backend != "cpu") {
-    section.fail("backend", "must be cpu for now (cuda arrives with the GPU backend), got \"" +
-                                backend + "\"");
+  if (backend == "cuda") {
+    placement.backend = BackendKind::cuda;
+    if (!cuda_backend_built()) {
+      section.fail("backend", "is cuda, but this build of tandem has no CUDA backend (nvcc was "
+                              "not found when it was built); see docs/gpu.md");
+    }
+  } else if (backend != "cpu") {
+    section.fail("backend", "must be cpu or cuda, got \"" + backend + "\"");
   }
+  // Weights in the backend's natural dtype unless asked otherwise: f32 on the
+  // CPU (its only one), bf16 on the GPU.
+  const bool gpu = placement.backend == BackendKind::cuda;
+  const std::string dtype = section.text("weight_dtype", gpu ? "bf16" : "fp32");
+  const std::optional<Dtype> weight_dtype = parse_weight_dtype(dtype);
+  if (!weight_dtype) {
+    section.fail("weight_dtype", "must be bf16, fp16 or fp32, got \"" + dtype + "\"");
+  }
+  if (!gpu && *weight_dtype != Dtype::f32) {
+    section.fail("weight_dtype", "is " + dtype + ", but the cpu backend stores weights in fp32 "
+                                 "only; use backend: cuda for bf16 or fp16");
+  }
+  placement.weight_dtype = *weight_dtype;
   placement.threads = static_cast<int>(section.integer("threads", placement.threads, 0, 1024));
   constexpr int kMaxRank = 65535;
   placement.coordinator_rank = static_cast<int>(section.integer("coordinator_rank", 0, 0, kMaxRank));

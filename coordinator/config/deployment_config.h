@@ -48,7 +48,8 @@ struct ModelSource {
 // which ranks of an MPI job take which role (DESIGN.md, "Roles"). The
 // defaults put every role on rank 0: one process, no launcher needed.
 struct PlacementConfig {
-  BackendKind backend = BackendKind::cpu;  // only cpu is accepted until the GPU backend lands
+  BackendKind backend = BackendKind::cpu;
+  Dtype weight_dtype = Dtype::f32;         // of weight matrices: f32 on cpu; bf16 or f16 on cuda
   int threads = 0;                         // 0: all cores
   int coordinator_rank = 0;      // HTTP server, tokenizer, scheduler, engine
   int draft_rank = 0;            // the draft model (may be the coordinator's own)
@@ -63,6 +64,10 @@ struct PlacementConfig {
   int world_size() const;
   bool distributed() const { return world_size() > 1; }
   bool draft_is_remote() const { return draft_rank != coordinator_rank; }
+  // The GPU of target shard tp_rank on its host (cuda backend).
+  int target_device(int tp_rank) const {
+    return target_devices.empty() ? 0 : target_devices[static_cast<size_t>(tp_rank)];
+  }
   bool target_is_remote() const {
     return target_ranks.size() != 1 || target_ranks[0] != coordinator_rank;
   }

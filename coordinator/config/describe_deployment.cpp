@@ -70,7 +70,11 @@ std::string describe(const DeploymentConfig& config) {
       << "\n";
   out << "target: " << describe_model(config.target) << "\n";
   out << "draft: " << (config.draft ? describe_model(*config.draft) : "none") << "\n";
-  out << "placement: " << backend_name(config.placement.backend) << ", "
+  out << "placement: " << backend_name(config.placement.backend)
+      << (config.placement.backend == BackendKind::cuda
+              ? std::string(" (") + dtype_name(config.placement.weight_dtype) + " weights)"
+              : std::string())
+      << ", "
       << (config.placement.threads == 0 ? "all cores"
                                         : std::to_string(config.placement.threads) +
                                               (config.placement.threads == 1 ? " thread" : " threads"))

@@ -80,7 +80,8 @@ struct ServerApp::Parts {
   ServerMetrics metrics;
   std::unique_ptr<ApiService> service;
   std::unique_ptr<http::HttpServer> http;
-  std::unique_ptr<Backend> backend;
+  std::unique_ptr<Backend> backend;        // the target's (cpu when the target is remote)
+  std::unique_ptr<Backend> draft_backend;  // only when the draft has a GPU of its own
   LoadedModel target;
   std::optional<LoadedModel> draft;
   std::unique_ptr<Drafter> model_drafter;  // ModelDrafter, or RemoteDrafter on its own rank
@@ -172,7 +173,10 @@ void ServerApp::load_models() {
   const PlacementConfig& placement = config.placement;
   const bool remote_target = cluster_ && placement.target_is_remote();
   const bool remote_draft = cluster_ && config.draft && placement.draft_is_remote();
-  parts.backend = make_cpu_backend();
+  // A remote target leaves the coordinator only KV bookkeeping: no device needed.
+  parts.backend = remote_target ? make_cpu_backend()
+                                : make_backend(placement.backend, placement.target_device(0),
+                                               placement.weight_dtype);
   ModelSpec target = model_spec(config.target, config.scheduler.kv_blocks,
                                 config.scheduler.block_size);
   target.weights = !remote_target;  // the coordinator keeps only the KV bookkeeping
@@ -184,7 +188,14 @@ void ServerApp::load_models() {
     ModelSpec draft = model_spec(*config.draft, config.scheduler.draft_kv_blocks,
                                  config.scheduler.block_size);
     draft.weights = !remote_draft;
-    parts.draft = load_model(draft, *parts.backend);
+    Backend* draft_backend = parts.backend.get();
+    if (!remote_draft && placement.backend == BackendKind::cuda &&
+        (remote_target || placement.draft_device != placement.target_device(0))) {
+      parts.draft_backend =
+          make_backend(placement.backend, placement.draft_device, placement.weight_dtype);
+      draft_backend = parts.draft_backend.get();
+    }
+    parts.draft = load_model(draft, *draft_backend);
     require_same_vocabulary(parts.target.config, parts.draft->config);
     if (remote_draft) {
       parts.model_drafter = std::make_unique<RemoteDrafter>(*cluster_);

@@ -2,6 +2,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <new>
+#include <string>
 
 #include "common/error.h"
 #include "kernels/backend.h"
@@ -12,7 +13,16 @@
 namespace tandem {
 namespace {
 
-void free_host(float* data) { std::free(data); }
+void free_host(void* data) { std::free(data); }
+
+// The CPU ops read f32 weights only (this backend's weight dtype).
+const float* f32_weights(WeightView w, const char* op) {
+  require(w.dtype == Dtype::f32, ErrorKind::internal, [&] {
+    return std::string("cpu ") + op + " got " + dtype_name(w.dtype) +
+           " weights; the CPU backend stores weights in F32";
+  });
+  return w.f32();
+}
 
 class CpuBackend final : public Backend {
  public:
@@ -27,7 +37,7 @@ class CpuBackend final : public Backend {
       throw Error(ErrorKind::out_of_resources,
                   "cannot allocate " + std::to_string(bytes) + " bytes of host memory");
     std::memset(data, 0, bytes);
-    return Buffer(static_cast<float*>(data), count, free_host);
+    return Buffer(data, count, Dtype::f32, free_host);
   }
   void upload(std::span<const float> host, float* device) override {
     std::memcpy(device, host.data(), host.size_bytes());
@@ -36,16 +46,16 @@ class CpuBackend final : public Backend {
     std::memcpy(host.data(), device, host.size_bytes());
   }
 
-  void embedding(std::span<const int32_t> token_ids, const float* table, int C,
+  void embedding(std::span<const int32_t> token_ids, WeightView table, int C,
                  float* out) override {
-    cpu::embedding(token_ids, table, C, out);
+    cpu::embedding(token_ids, f32_weights(table, "embedding"), C, out);
   }
   void rmsnorm(const float* x, const float* weight, int T, int C, float eps, float* out) override {
     cpu::rmsnorm(x, weight, T, C, eps, out);
   }
-  void matmul(const float* x, const float* w, const float* bias, int T, int Kin, int N,
+  void matmul(const float* x, WeightView w, const float* bias, int T, int Kin, int N,
               float* y) override {
-    cpu::matmul(x, w, bias, T, Kin, N, y);
+    cpu::matmul(x, f32_weights(w, "matmul"), bias, T, Kin, N, y);
   }
   void rope(float* x, std::span<const int32_t> positions, int heads, int D,
             const float* inv_freq) override {
@@ -70,6 +80,15 @@ class CpuBackend final : public Backend {
   }
   void argmax(const float* logits, int rows, int V, int32_t* out) override {
     cpu::argmax(logits, rows, V, out);
+  }
+  void sample(const float* probs, int rows, int V, std::span<const double> uniforms,
+              int32_t* out) override {
+    require(uniforms.size() == static_cast<size_t>(rows), ErrorKind::invalid_argument, [&] {
+      return "sample: " + std::to_string(uniforms.size()) + " uniforms for " +
+             std::to_string(rows) + " rows";
+    });
+    for (int r = 0; r < rows; ++r)
+      out[r] = cpu::sample_row(probs + static_cast<size_t>(r) * V, V, uniforms[static_cast<size_t>(r)]);
   }
   void verify(std::span<const VerifyBlock> blocks, int V, std::span<VerifyOutcome> out,
               std::span<float> beta) override {

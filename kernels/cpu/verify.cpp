@@ -50,7 +50,9 @@ inline const float* row(const float* rows, int j, int V) {
   throw Error(ErrorKind::invalid_argument, message);
 }
 
-void check_block(const VerifyBlock& block, size_t b, int V) {
+}  // namespace
+
+void check_verify_block(const VerifyBlock& block, size_t b, int V, bool q_rows_on_host) {
   if (block.gamma < 0) {
     invalid(field(b, "gamma") + " must be >= 0, got " + std::to_string(block.gamma) +
             "; use 0 for plain decoding");
@@ -79,13 +81,15 @@ void check_block(const VerifyBlock& block, size_t b, int V) {
     }
     // x_j ~ q_j, so q_j(x_j) > 0. Anything else means the q rows are not the
     // ones the draft sampled from, and Appendix A.1's guarantee would not hold.
-    if (block.q != nullptr && !(row(block.q, j, V)[x] > 0.0f)) {
+    if (q_rows_on_host && block.q != nullptr && !(row(block.q, j, V)[x] > 0.0f)) {
       invalid(field(b, "q") + " row " + std::to_string(j) + " gives drafted token " +
               std::to_string(x) + " probability " + show(row(block.q, j, V)[x]) +
               "; pass the rows the draft sampled its tokens from");
     }
   }
 }
+
+namespace {
 
 // ---- one block ---------------------------------------------------------------
 
@@ -228,7 +232,7 @@ void verify(std::span<const VerifyBlock> blocks, int V, std::span<VerifyOutcome>
   size_t work = 0;
   bool any_draft = false;
   for (size_t b = 0; b < blocks.size(); ++b) {
-    check_block(blocks[b], b, V);
+    check_verify_block(blocks[b], b, V, /*q_rows_on_host=*/true);
     beta_offset[b + 1] = beta_offset[b] + static_cast<size_t>(blocks[b].gamma);
     work += static_cast<size_t>(blocks[b].gamma + 1) * static_cast<size_t>(V);
     any_draft = any_draft || blocks[b].gamma > 0;

@@ -80,6 +80,12 @@ using tandem::VerifyOutcome;  // kernels/verify_types.h
 void verify(std::span<const VerifyBlock> blocks, int V, std::span<VerifyOutcome> out,
             std::span<float> beta = {});
 
+// The argument checks verify() makes on blocks[index] before anything is
+// written, with the same messages. q_j(x_j) > 0 is checked only when
+// q_rows_on_host: a device backend cannot read its rows from here and checks
+// that one on the device.
+void check_verify_block(const VerifyBlock& block, size_t index, int V, bool q_rows_on_host);
+
 // The temperature-0 fast path (greedy is the one-hot limit of standardized
 // sampling, paper §2.2): no probability rows, only the target's argmax at
 // each of the γ+1 positions. Keeping x_j while target_argmax[j-1] == x_j and

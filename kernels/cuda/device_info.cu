@@ -25,4 +25,14 @@ std::string device_description(int index) {
   return text;
 }
 
+double peak_memory_bandwidth(int index) {
+  int clock_khz = 0, bus_bits = 0;
+  if (cudaDeviceGetAttribute(&clock_khz, cudaDevAttrMemoryClockRate, index) != cudaSuccess ||
+      cudaDeviceGetAttribute(&bus_bits, cudaDevAttrGlobalMemoryBusWidth, index) != cudaSuccess) {
+    cudaGetLastError();
+    return 0;
+  }
+  return 2.0 * clock_khz * 1e3 * bus_bits / 8.0;
+}
+
 }  // namespace tandem::cuda

@@ -335,10 +335,28 @@ TEST(DeploymentConfigErrors, CrossFieldChecksNameTheKey) {
               StartsWith("deploy.yaml:4: models.target.shape: only used with load_format: dummy"));
 }
 
-TEST(DeploymentConfigErrors, CudaIsNotYetABackend) {
-  const std::string message = error_of(kTarget + "placement:\n  backend: cuda\n");
-  EXPECT_THAT(message, StartsWith("deploy.yaml:5: placement.backend: ")) << message;
-  EXPECT_NE(message.find("cuda arrives with the GPU backend"), std::string::npos) << message;
+TEST(DeploymentConfig, CudaBackendStoresBf16WeightsUnlessToldOtherwise) {
+  if (!cuda_backend_built()) {
+    // A build without nvcc names the key and says why it cannot serve it.
+    const std::string message = error_of(kTarget + "placement:\n  backend: cuda\n");
+    EXPECT_THAT(message, StartsWith("deploy.yaml:5: placement.backend: ")) << message;
+    EXPECT_NE(message.find("no CUDA backend"), std::string::npos) << message;
+    return;
+  }
+  const auto gpu = parse_deployment(kTarget + "placement:\n  backend: cuda\n", "deploy.yaml");
+  EXPECT_EQ(gpu.placement.backend, BackendKind::cuda);
+  EXPECT_EQ(gpu.placement.weight_dtype, Dtype::bf16);
+  const auto half = parse_deployment(
+      kTarget + "placement:\n  backend: cuda\n  weight_dtype: fp16\n", "deploy.yaml");
+  EXPECT_EQ(half.placement.weight_dtype, Dtype::f16);
+  const auto cpu = parse_deployment(kTarget, "deploy.yaml");
+  EXPECT_EQ(cpu.placement.weight_dtype, Dtype::f32);
+}
+
+TEST(DeploymentConfigErrors, NarrowWeightsNeedTheCudaBackend) {
+  EXPECT_EQ(error_of(kTarget + "placement:\n  weight_dtype: bf16\n"),
+            "deploy.yaml:5: placement.weight_dtype: is bf16, but the cpu backend stores weights "
+            "in fp32 only; use backend: cuda for bf16 or fp16");
 }
 
 TEST(DeploymentConfigErrors, LineNumbersCountTheWholeFile) {
@@ -427,8 +445,8 @@ TEST(DeploymentConfigErrors, RejectsEachBadValueWithItsKeyAndLine) {
        "only used with load_format: dummy; remove it or set load_format: dummy"},
       {"placement", "threads", "1025", "must be in [0, 1024], got 1025"},
       {"placement", "threads", "-1", "must be in [0, 1024], got -1"},
-      {"placement", "backend", "tpu",
-       "must be cpu for now (cuda arrives with the GPU backend), got \"tpu\""},
+      {"placement", "backend", "tpu", "must be cpu or cuda, got \"tpu\""},
+      {"placement", "weight_dtype", "int4", "must be bf16, fp16 or fp32, got \"int4\""},
       {"speculation", "drafter", "magic", "must be one of model, ngram, none, got \"magic\""},
       {"speculation", "gamma", "fast", "expected \"auto\" or an integer, got \"fast\""},
       {"speculation", "gamma", "65", "must be in [0, 64], got 65"},

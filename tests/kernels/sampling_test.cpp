@@ -19,26 +19,17 @@
 
 #include "common/error.h"
 #include "kernels/philox.h"
+#include "tests/support/test_inputs.h"
 
 namespace tandem::cpu {
 namespace {
 
 constexpr float kInf = std::numeric_limits<float>::infinity();
 
-SamplingParams make_params(float temperature, int top_k = 0, float top_p = 1.0f) {
-  SamplingParams p;
-  p.temperature = temperature;
-  p.top_k = top_k;
-  p.top_p = top_p;
-  return p;
-}
+using test_support::sampling_params;
 
 std::vector<float> random_logits(int V, uint32_t seed, float scale = 3.0f) {
-  std::mt19937 rng(seed);
-  std::normal_distribution<float> normal(0.0f, scale);
-  std::vector<float> logits(V);
-  for (float& x : logits) x = normal(rng);
-  return logits;
+  return test_support::random_normal(static_cast<size_t>(V), seed, scale);
 }
 
 std::vector<float> standardized(const std::vector<float>& logits, const SamplingParams& p) {
@@ -112,7 +103,7 @@ TEST(Standardize, RowsSumToOneForEverySetting) {
   for (float T : {0.3f, 1.0f, 1.7f}) {
     for (int k : {0, 1, 10, 999, 1000, 5000}) {
       for (float top_p : {1.0f, 0.95f, 0.5f, 0.01f}) {
-        const std::vector<float> probs = standardized(logits, make_params(T, k, top_p));
+        const std::vector<float> probs = standardized(logits, sampling_params(T, k, top_p));
         EXPECT_NEAR(row_sum(probs), 1.0, 1e-6) << "T " << T << " k " << k << " p " << top_p;
         for (float x : probs) ASSERT_TRUE(x >= 0.0f && x <= 1.0f);
       }
@@ -122,20 +113,20 @@ TEST(Standardize, RowsSumToOneForEverySetting) {
 
 TEST(Standardize, TemperatureOneIsSoftmax) {
   const std::vector<float> logits = random_logits(4096, 2, 5.0f);
-  expect_matches_reference(standardized(logits, make_params(1.0f)), reference(logits, 1, 0, 1));
+  expect_matches_reference(standardized(logits, sampling_params(1.0f)), reference(logits, 1, 0, 1));
 }
 
 TEST(Standardize, TemperatureDividesLogits) {
   const std::vector<float> logits = random_logits(512, 3);
   for (float T : {0.25f, 0.5f, 2.0f, 10.0f}) {
     SCOPED_TRACE(T);
-    expect_matches_reference(standardized(logits, make_params(T)), reference(logits, T, 0, 1));
+    expect_matches_reference(standardized(logits, sampling_params(T)), reference(logits, T, 0, 1));
   }
   // Lower temperature sharpens: the top token gains mass monotonically.
   const int top = static_cast<int>(std::max_element(logits.begin(), logits.end()) - logits.begin());
   float previous = 0.0f;
   for (float T : {4.0f, 1.0f, 0.5f, 0.1f, 0.01f}) {
-    const float p_top = standardized(logits, make_params(T))[top];
+    const float p_top = standardized(logits, sampling_params(T))[top];
     EXPECT_GT(p_top, previous) << "T " << T;
     previous = p_top;
   }
@@ -145,7 +136,7 @@ TEST(Standardize, TopKKeepsExactlyTheKLargest) {
   const std::vector<float> logits = random_logits(300, 4);
   for (int k : {1, 2, 7, 150, 299}) {
     SCOPED_TRACE(k);
-    const std::vector<float> probs = standardized(logits, make_params(0.8f, k));
+    const std::vector<float> probs = standardized(logits, sampling_params(0.8f, k));
     EXPECT_EQ(static_cast<int>(kept_tokens(probs).size()), k);
     expect_matches_reference(probs, reference(logits, 0.8, k, 1));
   }
@@ -153,7 +144,7 @@ TEST(Standardize, TopKKeepsExactlyTheKLargest) {
   const std::vector<float> spread = random_logits(5000, 40, 300.0f);
   for (int k : {3, 50, 4000}) {
     SCOPED_TRACE(k);
-    expect_matches_reference(standardized(spread, make_params(0.5f, k)),
+    expect_matches_reference(standardized(spread, sampling_params(0.5f, k)),
                              reference(spread, 0.5, k, 1));
   }
 }
@@ -161,16 +152,16 @@ TEST(Standardize, TopKKeepsExactlyTheKLargest) {
 TEST(Standardize, TopKTiesKeepLowerIndices) {
   //                               0     1     2     3     4     5
   const std::vector<float> logits{1.0f, 3.0f, 3.0f, 3.0f, 2.0f, 3.0f};
-  EXPECT_EQ(kept_tokens(standardized(logits, make_params(1.0f, 2))), (std::vector<int>{1, 2}));
-  EXPECT_EQ(kept_tokens(standardized(logits, make_params(1.0f, 3))), (std::vector<int>{1, 2, 3}));
-  EXPECT_EQ(kept_tokens(standardized(logits, make_params(1.0f, 5))),
+  EXPECT_EQ(kept_tokens(standardized(logits, sampling_params(1.0f, 2))), (std::vector<int>{1, 2}));
+  EXPECT_EQ(kept_tokens(standardized(logits, sampling_params(1.0f, 3))), (std::vector<int>{1, 2, 3}));
+  EXPECT_EQ(kept_tokens(standardized(logits, sampling_params(1.0f, 5))),
             (std::vector<int>{1, 2, 3, 4, 5}));
-  const std::vector<float> probs = standardized(logits, make_params(1.0f, 2));
+  const std::vector<float> probs = standardized(logits, sampling_params(1.0f, 2));
   EXPECT_EQ(probs[1], 0.5f);
   EXPECT_EQ(probs[2], 0.5f);
   // -0 and +0 are the same logit: a tie, so the lower index stays.
   const std::vector<float> zeros{-1.0f, -0.0f, 0.0f};
-  EXPECT_EQ(kept_tokens(standardized(zeros, make_params(1.0f, 1))), (std::vector<int>{1}));
+  EXPECT_EQ(kept_tokens(standardized(zeros, sampling_params(1.0f, 1))), (std::vector<int>{1}));
 }
 
 TEST(Standardize, TopPBoundaryExactUnderAndOver) {
@@ -178,14 +169,14 @@ TEST(Standardize, TopPBoundaryExactUnderAndOver) {
   // is exact in binary, so the boundary cases are exact, not approximate.
   const std::vector<float> equal(8, 0.5f);
   auto kept_count = [&](float top_p) {
-    return kept_tokens(standardized(equal, make_params(1.0f, 0, top_p))).size();
+    return kept_tokens(standardized(equal, sampling_params(1.0f, 0, top_p))).size();
   };
   EXPECT_EQ(kept_count(0.25f), 2u);                        // exactly 2/8
   EXPECT_EQ(kept_count(std::nextafter(0.25f, 0.0f)), 2u);  // just under
   EXPECT_EQ(kept_count(std::nextafter(0.25f, 1.0f)), 3u);  // just over
   EXPECT_EQ(kept_count(0.375f), 3u);
   EXPECT_EQ(kept_count(std::nextafter(1.0f, 0.0f)), 8u);
-  EXPECT_EQ(kept_tokens(standardized(equal, make_params(1.0f, 0, 0.25f))),
+  EXPECT_EQ(kept_tokens(standardized(equal, sampling_params(1.0f, 0, 0.25f))),
             (std::vector<int>{0, 1}));  // ties: the lower indices
 
   // Distinct probabilities 0.4, 0.3, 0.2, 0.1 (shuffled): cumulative 0.4,
@@ -200,7 +191,7 @@ TEST(Standardize, TopPBoundaryExactUnderAndOver) {
                         {1e-6f, {1}}};
   for (const Case& c : cases) {
     SCOPED_TRACE(c.top_p);
-    const std::vector<float> probs = standardized(logits, make_params(1.0f, 0, c.top_p));
+    const std::vector<float> probs = standardized(logits, sampling_params(1.0f, 0, c.top_p));
     EXPECT_EQ(kept_tokens(probs), c.kept);
     expect_matches_reference(probs, reference(logits, 1, 0, c.top_p));
   }
@@ -210,9 +201,9 @@ TEST(Standardize, TopPTiesKeepLowerIndices) {
   // Three tied tokens (1, 2, 3) each hold e^2/(3e^2+e+1) = 0.2956 of the
   // mass; reaching 0.45 needs two of them: the two lower indices.
   const std::vector<float> logits{1.0f, 2.0f, 2.0f, 2.0f, 0.0f};
-  EXPECT_EQ(kept_tokens(standardized(logits, make_params(1.0f, 0, 0.45f))),
+  EXPECT_EQ(kept_tokens(standardized(logits, sampling_params(1.0f, 0, 0.45f))),
             (std::vector<int>{1, 2}));
-  EXPECT_EQ(kept_tokens(standardized(logits, make_params(1.0f, 0, 0.2f))), (std::vector<int>{1}));
+  EXPECT_EQ(kept_tokens(standardized(logits, sampling_params(1.0f, 0, 0.2f))), (std::vector<int>{1}));
 }
 
 TEST(Standardize, TopKThenTopPMatchesReference) {
@@ -223,7 +214,7 @@ TEST(Standardize, TopKThenTopPMatchesReference) {
         for (float T : {0.5f, 1.0f, 1.5f}) {
           SCOPED_TRACE(testing::Message()
                        << "seed " << seed << " k " << k << " p " << top_p << " T " << T);
-          expect_matches_reference(standardized(logits, make_params(T, k, top_p)),
+          expect_matches_reference(standardized(logits, sampling_params(T, k, top_p)),
                                    reference(logits, T, k, top_p));
         }
       }
@@ -232,8 +223,8 @@ TEST(Standardize, TopKThenTopPMatchesReference) {
   // Top-p acts on the mass left after top-k: with k = 2 and p = 0.5 the
   // larger of two kept tokens suffices when it holds half of their mass.
   const std::vector<float> logits{0.0f, 5.0f, 4.0f, 4.5f};
-  EXPECT_EQ(kept_tokens(standardized(logits, make_params(1.0f, 2, 0.5f))), (std::vector<int>{1}));
-  EXPECT_EQ(kept_tokens(standardized(logits, make_params(1.0f, 2, 0.7f))),
+  EXPECT_EQ(kept_tokens(standardized(logits, sampling_params(1.0f, 2, 0.5f))), (std::vector<int>{1}));
+  EXPECT_EQ(kept_tokens(standardized(logits, sampling_params(1.0f, 2, 0.7f))),
             (std::vector<int>{1, 3}));
 }
 
@@ -241,14 +232,14 @@ TEST(Standardize, GreedyIsOneHotAtTheArgmax) {
   const std::vector<float> logits = random_logits(1000, 5);
   const int best =
       static_cast<int>(std::max_element(logits.begin(), logits.end()) - logits.begin());
-  for (const SamplingParams& p : {make_params(0.0f), make_params(0.0f, 3, 0.2f)}) {
+  for (const SamplingParams& p : {sampling_params(0.0f), sampling_params(0.0f, 3, 0.2f)}) {
     const std::vector<float> probs = standardized(logits, p);
     EXPECT_EQ(kept_tokens(probs), (std::vector<int>{best}));
     EXPECT_EQ(probs[best], 1.0f);
   }
   // Ties: the lowest index, as argmax().
   const std::vector<float> tied{0.0f, 7.0f, 3.0f, 7.0f};
-  EXPECT_EQ(kept_tokens(standardized(tied, make_params(0.0f))), (std::vector<int>{1}));
+  EXPECT_EQ(kept_tokens(standardized(tied, sampling_params(0.0f))), (std::vector<int>{1}));
 }
 
 TEST(Standardize, ExtremeLogitsNeverGiveNaN) {
@@ -269,8 +260,8 @@ TEST(Standardize, ExtremeLogitsNeverGiveNaN) {
   };
   for (const Case& c : cases) {
     for (const SamplingParams& p :
-         {make_params(1.0f), make_params(1e-30f), make_params(1e30f), make_params(0.5f, 2, 0.9f),
-          make_params(std::numeric_limits<float>::denorm_min())}) {
+         {sampling_params(1.0f), sampling_params(1e-30f), sampling_params(1e30f), sampling_params(0.5f, 2, 0.9f),
+          sampling_params(std::numeric_limits<float>::denorm_min())}) {
       const std::vector<float> probs = standardized(c.logits, p);
       for (float x : probs) ASSERT_TRUE(std::isfinite(x) && x >= 0.0f);
       EXPECT_NEAR(row_sum(probs), 1.0, 1e-6);
@@ -283,8 +274,8 @@ TEST(Standardize, ExtremeLogitsNeverGiveNaN) {
 
 TEST(Standardize, WorksInPlace) {
   const std::vector<float> logits = random_logits(777, 6);
-  for (const SamplingParams& p : {make_params(1.0f), make_params(0.0f), make_params(0.7f, 50, 0.9f),
-                                  make_params(1.2f, 0, 0.6f)}) {
+  for (const SamplingParams& p : {sampling_params(1.0f), sampling_params(0.0f), sampling_params(0.7f, 50, 0.9f),
+                                  sampling_params(1.2f, 0, 0.6f)}) {
     std::vector<float> in_place = logits;
     standardize_row(in_place.data(), 777, p, in_place.data());
     EXPECT_EQ(in_place, standardized(logits, p));
@@ -294,9 +285,9 @@ TEST(Standardize, WorksInPlace) {
 TEST(Standardize, BatchUsesEachRowsParamsOrOneForAll) {
   const int rows = 5, V = 333;
   const std::vector<float> logits = random_logits(rows * V, 7);
-  const std::vector<SamplingParams> params{make_params(1.0f), make_params(0.0f),
-                                           make_params(0.5f, 10), make_params(1.0f, 0, 0.5f),
-                                           make_params(2.0f, 100, 0.9f)};
+  const std::vector<SamplingParams> params{sampling_params(1.0f), sampling_params(0.0f),
+                                           sampling_params(0.5f, 10), sampling_params(1.0f, 0, 0.5f),
+                                           sampling_params(2.0f, 100, 0.9f)};
   auto row = [&](int r) {
     return std::vector<float>(logits.begin() + r * V, logits.begin() + (r + 1) * V);
   };
@@ -308,7 +299,7 @@ TEST(Standardize, BatchUsesEachRowsParamsOrOneForAll) {
               standardized(row(r), params[r]))
         << "row " << r;
   }
-  const SamplingParams shared = make_params(0.9f, 20, 0.8f);
+  const SamplingParams shared = sampling_params(0.9f, 20, 0.8f);
   standardize(logits.data(), rows, V, std::span(&shared, 1), probs.data());
   for (int r = 0; r < rows; ++r) {
     EXPECT_EQ(std::vector<float>(probs.begin() + r * V, probs.begin() + (r + 1) * V),
@@ -335,8 +326,8 @@ TEST(Argmax, EachRowLowestIndexOnTies) {
   // Greedy standardization agrees with argmax on every row.
   for (int r = 0; r < 6; ++r) {
     const std::vector<float> row(logits.begin() + 4 * r, logits.begin() + 4 * r + 4);
-    EXPECT_EQ(kept_tokens(standardized(row, make_params(0.0f))), std::vector<int>{out[r]});
-    EXPECT_EQ(kept_tokens(standardized(row, make_params(1.0f, 1)))[0], out[r]) << "row " << r;
+    EXPECT_EQ(kept_tokens(standardized(row, sampling_params(0.0f))), std::vector<int>{out[r]});
+    EXPECT_EQ(kept_tokens(standardized(row, sampling_params(1.0f, 1)))[0], out[r]) << "row " << r;
   }
 }
 
@@ -447,22 +438,22 @@ TEST(SamplingArguments, BadParametersThrowNamingTheParameter) {
     return [&, p] { standardize_row(logits.data(), 3, p, probs.data()); };
   };
   const float nan = std::numeric_limits<float>::quiet_NaN();
-  expect_invalid(row(make_params(-0.1f)), "temperature");
-  expect_invalid(row(make_params(nan)), "temperature");
-  expect_invalid(row(make_params(kInf)), "temperature");
-  expect_invalid(row(make_params(1.0f, -1)), "top_k");
-  expect_invalid(row(make_params(1.0f, 0, 0.0f)), "top_p");
-  expect_invalid(row(make_params(1.0f, 0, 1.5f)), "top_p");
-  expect_invalid(row(make_params(1.0f, 0, nan)), "top_p");
-  expect_invalid(row(make_params(1.0f, 0, -0.5f)), "top_p");
-  expect_invalid([&] { standardize_row(logits.data(), 0, make_params(1.0f), probs.data()); }, "V");
+  expect_invalid(row(sampling_params(-0.1f)), "temperature");
+  expect_invalid(row(sampling_params(nan)), "temperature");
+  expect_invalid(row(sampling_params(kInf)), "temperature");
+  expect_invalid(row(sampling_params(1.0f, -1)), "top_k");
+  expect_invalid(row(sampling_params(1.0f, 0, 0.0f)), "top_p");
+  expect_invalid(row(sampling_params(1.0f, 0, 1.5f)), "top_p");
+  expect_invalid(row(sampling_params(1.0f, 0, nan)), "top_p");
+  expect_invalid(row(sampling_params(1.0f, 0, -0.5f)), "top_p");
+  expect_invalid([&] { standardize_row(logits.data(), 0, sampling_params(1.0f), probs.data()); }, "V");
   EXPECT_EQ(probs, std::vector<float>(3, -1.0f));  // nothing was written
 
   // Batched: a wrong params count, or one bad row, changes nothing.
-  const std::vector<SamplingParams> two{make_params(1.0f), make_params(1.0f)};
+  const std::vector<SamplingParams> two{sampling_params(1.0f), sampling_params(1.0f)};
   expect_invalid([&] { standardize(logits.data(), 3, 1, two, probs.data()); }, "params");
-  const std::vector<SamplingParams> one_bad{make_params(1.0f), make_params(1.0f, 0, 2.0f),
-                                            make_params(1.0f)};
+  const std::vector<SamplingParams> one_bad{sampling_params(1.0f), sampling_params(1.0f, 0, 2.0f),
+                                            sampling_params(1.0f)};
   expect_invalid([&] { standardize(logits.data(), 3, 1, one_bad, probs.data()); }, "top_p");
   expect_invalid([&] { standardize(logits.data(), -1, 3, two, probs.data()); }, "rows");
   EXPECT_EQ(probs, std::vector<float>(3, -1.0f));
@@ -480,8 +471,8 @@ TEST(SamplingArguments, BadParametersThrowNamingTheParameter) {
 
 TEST(SamplingArguments, TopKAboveVocabularyIsOff) {
   const std::vector<float> logits = random_logits(10, 8);
-  EXPECT_EQ(standardized(logits, make_params(1.0f, 11)), standardized(logits, make_params(1.0f)));
-  EXPECT_EQ(standardized(logits, make_params(1.0f, 10)), standardized(logits, make_params(1.0f)));
+  EXPECT_EQ(standardized(logits, sampling_params(1.0f, 11)), standardized(logits, sampling_params(1.0f)));
+  EXPECT_EQ(standardized(logits, sampling_params(1.0f, 10)), standardized(logits, sampling_params(1.0f)));
 }
 
 }  // namespace

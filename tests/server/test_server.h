@@ -2,12 +2,15 @@
 // process on a free loopback port, shut down gracefully when the test ends.
 // With TANDEM_TEST_MPI_RANKS=N in the environment the same deployment runs
 // as an MPI job of N processes instead (mpi_job_server.h): the same tests
-// then check the server under mpirun.
+// then check the server under mpirun. With TANDEM_TEST_BACKEND=cuda the
+// models run on CUDA device 0 (bf16 weights); every case is skipped when the
+// machine has no device (cuda_environment_test.cpp).
 #pragma once
 
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
+#include <cstdlib>
 #include <memory>
 #include <regex>
 #include <sstream>
@@ -35,6 +38,8 @@ struct TinyDeployment {
     if (draft) out << "  draft:\n    path: " << tiny << "/draft\n";
     if (!scheduler.empty()) out << "scheduler:\n" << scheduler;
     if (!speculation.empty()) out << "speculation:\n" << speculation;
+    if (const char* backend = std::getenv("TANDEM_TEST_BACKEND"))
+      out << "placement:\n  backend: " << backend << "\n";
     return out.str();
   }
 };

@@ -159,7 +159,7 @@ TEST(LlamaWeights, LoadsAndFusesUntiedCheckpoint) {
   LlamaWeights w = load_llama_weights(dir.path(), c, *backend);
   expect_loaded(ck, c, w, *backend);
   EXPECT_EQ(host(*backend, w.lm_head), ck.values.at("lm_head.weight"));
-  EXPECT_EQ(w.lm_head_or_embed(), w.lm_head.data());
+  EXPECT_EQ(w.lm_head_or_embed().data, w.lm_head.view().data);
 
   // Spot checks of the fused layout by row: qkv row q_dim is k_proj row 0,
   // row q_dim + kv_dim is v_proj row 0; gate_up row I is up_proj row 0.
@@ -185,7 +185,7 @@ TEST(LlamaWeights, TiedEmbeddingsNeedNoLmHead) {
   LlamaWeights w = load_llama_weights(dir.path(), c, *backend);
   expect_loaded(ck, c, w, *backend);
   EXPECT_TRUE(w.lm_head.empty());
-  EXPECT_EQ(w.lm_head_or_embed(), w.embed.data());
+  EXPECT_EQ(w.lm_head_or_embed().data, w.embed.view().data);
   // The tied head is still read once per step.
   EXPECT_EQ(w.bytes_read_per_step(), c.parameter_count() * 4);
 }

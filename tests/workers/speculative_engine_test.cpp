@@ -1,5 +1,7 @@
 // The speculative engine on small random models: lossless by construction,
-// whatever the drafter, γ, batch or sampling setting.
+// whatever the drafter, γ, batch or sampling setting, on the CPU backend and
+// on the CUDA backend with bf16 weights (skipped without a device): both
+// backends' forward passes are batch-invariant, so these hold exactly on each.
 #include "workers/speculation/speculative_engine.h"
 
 #include <gtest/gtest.h>
@@ -24,6 +26,17 @@ struct Model {
       : cache(config, 256, 8, backend), model(config, make_dummy_weights(config, seed, backend), backend) {}
   PagedKvCache cache;
   LlamaModel model;
+};
+
+class SpeculativeEngineTest : public ::testing::TestWithParam<BackendKind> {
+ protected:
+  void SetUp() override {
+    if (GetParam() == BackendKind::cuda && cuda_device_count() == 0)
+      GTEST_SKIP() << "skipped: no CUDA device";
+  }
+  std::unique_ptr<Backend> make_test_backend() const {
+    return make_backend(GetParam(), /*device=*/0, Dtype::bf16);
+  }
 };
 
 std::vector<std::vector<int32_t>> prompts() {
@@ -62,8 +75,8 @@ std::vector<SpeculationResult> speculative(Model& target, Drafter& drafter,
   return results;
 }
 
-TEST(SpeculativeEngine, GreedyOutputEqualsPlainGreedyForEveryGammaAndDrafter) {
-  auto backend = make_cpu_backend();
+TEST_P(SpeculativeEngineTest, GreedyOutputEqualsPlainGreedyForEveryGammaAndDrafter) {
+  auto backend = make_test_backend();
   Model target(*backend, config_of(64, 2), 1);
   Model draft(*backend, config_of(32, 1), 2);
   SamplingParams greedy;
@@ -86,10 +99,10 @@ TEST(SpeculativeEngine, GreedyOutputEqualsPlainGreedyForEveryGammaAndDrafter) {
   EXPECT_EQ(draft.cache.used_blocks(), 0);
 }
 
-TEST(SpeculativeEngine, DraftEqualToTargetIsAlwaysAccepted) {
+TEST_P(SpeculativeEngineTest, DraftEqualToTargetIsAlwaysAccepted) {
   // Same weights: the draft's q rows equal the target's p rows bit for bit
   // (the forward pass is batch-invariant), so min(1, p/q) = 1 everywhere.
-  auto backend = make_cpu_backend();
+  auto backend = make_test_backend();
   Model target(*backend, config_of(64, 2), 1);
   Model draft(*backend, config_of(64, 2), 1);
   ModelDrafter drafter(draft.model, draft.cache);
@@ -104,10 +117,10 @@ TEST(SpeculativeEngine, DraftEqualToTargetIsAlwaysAccepted) {
   }
 }
 
-TEST(SpeculativeEngine, WithoutDraftsSampledOutputIsPlainDecodingExactly) {
+TEST_P(SpeculativeEngineTest, WithoutDraftsSampledOutputIsPlainDecodingExactly) {
   // γ = 0 draws the same Philox uniform at the same position from the same
   // standardized row as plain decoding.
-  auto backend = make_cpu_backend();
+  auto backend = make_test_backend();
   Model target(*backend, config_of(64, 2), 1);
   NoDrafter none;
   SamplingParams sampled;
@@ -120,8 +133,8 @@ TEST(SpeculativeEngine, WithoutDraftsSampledOutputIsPlainDecodingExactly) {
     EXPECT_EQ(results[i].tokens, plain(target, prompts()[i], 25, sampled));
 }
 
-TEST(SpeculativeEngine, SeededSessionsReplayWhateverTheBatch) {
-  auto backend = make_cpu_backend();
+TEST_P(SpeculativeEngineTest, SeededSessionsReplayWhateverTheBatch) {
+  auto backend = make_test_backend();
   Model target(*backend, config_of(64, 2), 1);
   Model draft(*backend, config_of(32, 1), 2);
   ModelDrafter drafter(draft.model, draft.cache);
@@ -136,8 +149,8 @@ TEST(SpeculativeEngine, SeededSessionsReplayWhateverTheBatch) {
   }
 }
 
-TEST(SpeculativeEngine, StopTokensLengthAndCancellation) {
-  auto backend = make_cpu_backend();
+TEST_P(SpeculativeEngineTest, StopTokensLengthAndCancellation) {
+  auto backend = make_test_backend();
   Model target(*backend, config_of(64, 2), 1);
   Model draft(*backend, config_of(64, 2), 1);  // always accepted: stops land mid-block
   ModelDrafter drafter(draft.model, draft.cache);
@@ -174,8 +187,8 @@ TEST(SpeculativeEngine, StopTokensLengthAndCancellation) {
   EXPECT_EQ(draft.cache.used_blocks(), 0);
 }
 
-TEST(SpeculativeEngine, BadRequestsAreRejectedNamingTheField) {
-  auto backend = make_cpu_backend();
+TEST_P(SpeculativeEngineTest, BadRequestsAreRejectedNamingTheField) {
+  auto backend = make_test_backend();
   Model target(*backend, config_of(64, 2), 1);
   NoDrafter none;
   SpeculativeEngine engine(target.model, target.cache, none);
@@ -208,6 +221,10 @@ TEST(SpeculativeEngine, BadRequestsAreRejectedNamingTheField) {
   EXPECT_EQ(engine.running(), 0u);
   EXPECT_EQ(target.cache.used_blocks(), 0);
 }
+
+INSTANTIATE_TEST_SUITE_P(Backends, SpeculativeEngineTest,
+                         ::testing::Values(BackendKind::cpu, BackendKind::cuda),
+                         [](const ::testing::TestParamInfo<BackendKind>& param) { return std::string(backend_name(param.param)); });
 
 }  // namespace
 }  // namespace tandem

@@ -45,15 +45,17 @@ class DraftRankRows {
 }  // namespace
 
 void verify_blocks(Backend& backend, int V, const float* logits, const wire::TargetStep& step,
-                   const QRowsSource& fetch_q_rows, Buffer& probs,
+                   const QRowsSource& fetch_q_rows, VerifyScratch& scratch,
                    std::vector<wire::TargetResult::Outcome>& outcomes) {
   size_t rows = 0;
   for (const auto& s : step.sequences) rows += static_cast<size_t>(s.logit_count);
+  Buffer& probs = scratch.probs;
   if (probs.size() < rows * V) probs = backend.allocate(rows * V);
   DraftRankRows draft_rank_rows(fetch_q_rows, V);
 
   std::vector<int32_t> argmaxes(rows);  // (R)
   std::vector<VerifyBlock> sampled;
+  std::vector<const std::vector<float>*> sampled_q;  // host q rows of each sampled block, or null
   std::vector<GreedyBlock> greedy;
   std::vector<size_t> sampled_of, greedy_of;  // index into outcomes
   int sampled_drafts = 0;
@@ -86,13 +88,25 @@ void verify_blocks(Backend& backend, int V, const float* logits, const wire::Tar
                      std::to_string(q_rows->size()) + " q values for " +
                      std::to_string(s.gamma) + " drafts";
             });
-    const float* q = q_rows ? q_rows->data() : nullptr;
     backend.standardize(logits + offset, s.gamma + 1, V, std::span(&s.sampling, 1),
                         probs.data() + offset);
-    sampled.push_back({s.gamma, drafts, probs.data() + offset, q, s.first_position,
+    sampled.push_back({s.gamma, drafts, probs.data() + offset, nullptr, s.first_position,
                        s.sampling.seed, s.lenience});
+    sampled_q.push_back(q_rows);
     sampled_of.push_back(verified++);
     sampled_drafts += s.gamma;
+  }
+
+  // The q rows go to backend memory, block after block.
+  size_t q_values = 0;
+  for (const std::vector<float>* q : sampled_q) q_values += q ? q->size() : 0;
+  if (scratch.q.size() < q_values) scratch.q = backend.allocate(q_values);
+  size_t q_at = 0;
+  for (size_t k = 0; k < sampled.size(); ++k) {
+    if (!sampled_q[k]) continue;
+    backend.upload(*sampled_q[k], scratch.q.data() + q_at);
+    sampled[k].q = scratch.q.data() + q_at;
+    q_at += sampled_q[k]->size();
   }
 
   outcomes.assign(verified, {});

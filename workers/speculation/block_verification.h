@@ -21,11 +21,19 @@ namespace tandem {
 // when a sampled block's rows are there (q_source draft_rank).
 using QRowsSource = std::function<wire::QRows()>;
 
+// Backend memory verification reuses from step to step, grown as needed:
+// the standardized p rows, and the q rows uploaded from the step (on a GPU
+// the one host-to-device copy of a verification).
+struct VerifyScratch {
+  Buffer probs;
+  Buffer q;
+};
+
 // outcomes: one per sequence with verify set, in step order. A block whose
 // rows are missing (no source, or not in its QRows) is an Error(internal)
-// naming its session. probs is a scratch buffer grown as needed.
+// naming its session.
 void verify_blocks(Backend& backend, int V, const float* logits, const wire::TargetStep& step,
-                   const QRowsSource& fetch_q_rows, Buffer& probs,
+                   const QRowsSource& fetch_q_rows, VerifyScratch& scratch,
                    std::vector<wire::TargetResult::Outcome>& outcomes);
 
 }  // namespace tandem

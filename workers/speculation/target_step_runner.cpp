@@ -56,7 +56,7 @@ void TargetStepRunner::run(wire::TargetStep& step, wire::TargetResult& result) {
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   result.communication_seconds = model_.communication_seconds();
   if (logits == nullptr) return;  // a shard other than target rank 0
-  verify_blocks(model_.backend(), model_.config().vocab_size, logits, step, q_rows_, probs_,
+  verify_blocks(model_.backend(), model_.config().vocab_size, logits, step, q_rows_, verify_scratch_,
                 result.outcomes);
 }
 

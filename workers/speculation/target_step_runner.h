@@ -44,7 +44,7 @@ class TargetStepRunner final : public TargetExecutor {
   CacheMode mode_;
   QRowsSource q_rows_;
   std::unordered_map<int64_t, SequenceId> mirror_;  // coordinator's id → local id
-  Buffer probs_;
+  VerifyScratch verify_scratch_;
 };
 
 }  // namespace tandem

@@ -1,0 +1,365 @@
+// CudaBackend: the Backend interface on one GPU (see cuda_backend.h). This
+// file is the glue: memory, staging of host metadata, cuBLAS, argument
+// checks and host results; the kernels are the .cu files next to it.
+#include "kernels/cuda/cuda_backend.h"
+
+#include <cublas_v2.h>
+#include <cuda_runtime.h>
+
+#include <algorithm>
+#include <string>
+#include <vector>
+
+#include "common/error.h"
+#include "kernels/cpu/sampling.h"
+#include "kernels/cpu/verify.h"
+#include "kernels/cuda/attention.h"
+#include "kernels/cuda/cuda_check.h"
+#include "kernels/cuda/device_info.h"
+#include "kernels/cuda/device_staging.h"
+#include "kernels/cuda/ops.h"
+#include "kernels/cuda/sampling.h"
+
+namespace tandem {
+namespace {
+
+void free_device(void* data) { cudaFree(data); }
+
+// Weights are converted on the device, this many elements at a time, so an
+// 8B model's matrices never need a second full-size copy anywhere.
+constexpr size_t kConversionChunk = size_t{1} << 24;
+
+cudaDataType_t cuda_type(Dtype dtype) {
+  switch (dtype) {
+    case Dtype::f32: return CUDA_R_32F;
+    case Dtype::f16: return CUDA_R_16F;
+    case Dtype::bf16: return CUDA_R_16BF;
+  }
+  return CUDA_R_32F;
+}
+
+class CudaBackend final : public Backend {
+ public:
+  CudaBackend(int device, Dtype weight_dtype) : device_(device), weight_dtype_(weight_dtype) {
+    const int count = cuda::device_count();
+    require(device >= 0 && device < count, ErrorKind::unavailable, [&] {
+      return "CUDA device " + std::to_string(device) + " is not available: this process sees " +
+             std::to_string(count) + " CUDA device(s)" +
+             (count == 0 ? " (no GPU, or no driver)" : "");
+    });
+    TANDEM_CUDA_CHECK(cudaSetDevice(device_));
+    TANDEM_CUDA_CHECK(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking));
+    TANDEM_CUDA_CHECK(cublasCreate(&cublas_));
+    TANDEM_CUDA_CHECK(cublasSetStream(cublas_, stream_));
+    // Plain f32 GEMMs stay f32 (no TF32): they are the reference-precision path.
+    TANDEM_CUDA_CHECK(cublasSetMathMode(cublas_, CUBLAS_DEFAULT_MATH));
+  }
+  ~CudaBackend() override {
+    cudaSetDevice(device_);
+    cudaStreamSynchronize(stream_);
+    cublasDestroy(cublas_);
+    cudaStreamDestroy(stream_);
+  }
+
+  BackendKind kind() const override { return BackendKind::cuda; }
+  std::string description() const override { return cuda::device_description(device_); }
+  double peak_memory_bandwidth() const override { return cuda::peak_memory_bandwidth(device_); }
+  Dtype weight_dtype() const override { return weight_dtype_; }
+
+  // ---- memory ---------------------------------------------------------------
+  Buffer allocate(size_t count) override { return allocate_typed(count, Dtype::f32); }
+
+  void upload(std::span<const float> host, float* device) override {
+    use_device();
+    if (host.empty()) return;
+    TANDEM_CUDA_CHECK(cudaMemcpyAsync(device, host.data(), host.size_bytes(),
+                                      cudaMemcpyHostToDevice, stream_));
+    synchronize();  // the host span may be gone when we return
+  }
+  void download(const float* device, std::span<float> host) override {
+    use_device();
+    if (host.empty()) return;
+    TANDEM_CUDA_CHECK(cudaMemcpyAsync(host.data(), device, host.size_bytes(),
+                                      cudaMemcpyDeviceToHost, stream_));
+    synchronize();
+  }
+
+  Buffer upload_weights(std::span<const float> host) override {
+    Buffer weights = allocate_typed(host.size(), weight_dtype_);
+    if (weight_dtype_ == Dtype::f32) {
+      upload(host, weights.data());
+      return weights;
+    }
+    for (size_t at = 0; at < host.size(); at += kConversionChunk) {
+      const size_t n = std::min(kConversionChunk, host.size() - at);
+      auto* staged = static_cast<float*>(conversion_.get(n * sizeof(float), stream_));
+      TANDEM_CUDA_CHECK(cudaMemcpyAsync(staged, host.data() + at, n * sizeof(float),
+                                        cudaMemcpyHostToDevice, stream_));
+      cuda::to_narrow(staged, n, weight_dtype_,
+                      static_cast<char*>(weights.raw()) + at * dtype_size(weight_dtype_),
+                      stream_);
+    }
+    synchronize();
+    return weights;
+  }
+
+  // ---- model ops --------------------------------------------------------------
+  void embedding(std::span<const int32_t> token_ids, WeightView table, int C,
+                 float* out) override {
+    use_device();
+    cuda::embedding(stage(token_ids), static_cast<int>(token_ids.size()), table, C, out, stream_);
+  }
+  void rmsnorm(const float* x, const float* weight, int T, int C, float eps, float* out) override {
+    use_device();
+    cuda::rmsnorm(x, weight, T, C, eps, out, stream_);
+  }
+  void matmul(const float* x, WeightView w, const float* bias, int T, int Kin, int N,
+              float* y) override {
+    use_device();
+    if (T <= cuda::kMaxInvariantRows) {
+      cuda::skinny_matmul(x, w, T, Kin, N, y, stream_);
+    } else {
+      cublas_matmul(x, w, T, Kin, N, y);
+    }
+    if (bias) cuda::add_bias(y, bias, T, N, stream_);
+  }
+  void rope(float* x, std::span<const int32_t> positions, int heads, int D,
+            const float* inv_freq) override {
+    use_device();
+    cuda::rope(x, stage(positions), static_cast<int>(positions.size()), heads, D, inv_freq,
+               stream_);
+  }
+  void kv_write(const float* k, const float* v, std::span<const int32_t> slots,
+                const PagedKvView& cache) override {
+    use_device();
+    cuda::kv_write(k, v, stage(slots), static_cast<int>(slots.size()),
+                   cache.kv_heads * cache.head_dim, cache.k, cache.v, stream_);
+  }
+  void attention(const float* q, std::span<const SequenceSlice> slices, int H,
+                 const PagedKvView& cache, float scale, float* out) override {
+    use_device();
+    std::vector<int32_t> token_slice, offset, count, context, table_start, tables;
+    int max_context = 0;
+    for (size_t b = 0; b < slices.size(); ++b) {
+      const SequenceSlice& s = slices[b];
+      token_slice.insert(token_slice.end(), static_cast<size_t>(s.token_count),
+                         static_cast<int32_t>(b));
+      offset.push_back(s.token_offset);
+      count.push_back(s.token_count);
+      context.push_back(s.context_length);
+      table_start.push_back(static_cast<int32_t>(tables.size()));
+      tables.insert(tables.end(), s.block_table.begin(), s.block_table.end());
+      max_context = std::max(max_context, s.context_length);
+    }
+    cuda::AttentionBatch batch;
+    batch.token_slice = stage<int32_t>(token_slice);
+    batch.token_offset = stage<int32_t>(offset);
+    batch.token_count = stage<int32_t>(count);
+    batch.context_length = stage<int32_t>(context);
+    batch.block_table_start = stage<int32_t>(table_start);
+    batch.block_tables = stage<int32_t>(tables);
+    batch.sequences = static_cast<int>(slices.size());
+    batch.tokens = static_cast<int>(token_slice.size());
+    batch.max_context_length = max_context;
+    cuda::attention(q, batch, H, cache.kv_heads, cache.head_dim, cache.k, cache.v,
+                    cache.block_size, scale, out, stream_);
+  }
+  void swiglu(const float* gate_up, int T, int I, float* out) override {
+    use_device();
+    cuda::swiglu(gate_up, T, I, out, stream_);
+  }
+  void add(float* x, const float* y, size_t n) override {
+    use_device();
+    cuda::add(x, y, n, stream_);
+  }
+
+  // ---- sampling -----------------------------------------------------------------
+  void standardize(const float* logits, int rows, int V, std::span<const SamplingParams> params,
+                   float* probs) override {
+    use_device();
+    // The CPU twin's checks and messages, before anything is queued.
+    require(V > 0, ErrorKind::invalid_argument, "standardize: V must be > 0");
+    require(params.size() == static_cast<size_t>(rows) || params.size() == 1,
+            ErrorKind::invalid_argument, [&] {
+              return "standardize: " + std::to_string(params.size()) + " sampling params for " +
+                     std::to_string(rows) + " rows (need one per row, or one for all)";
+            });
+    for (const SamplingParams& p : params) cpu::check_sampling_params(p);
+    if (rows == 0) return;
+    std::vector<SamplingParams> per_row(params.begin(), params.end());
+    if (per_row.size() == 1) per_row.resize(static_cast<size_t>(rows), params[0]);
+    const size_t bytes = cuda::standardize_workspace_bytes(rows, V);
+    void* workspace = bytes ? standardize_workspace_.get(bytes, stream_) : nullptr;
+    cuda::standardize(logits, rows, V, stage<SamplingParams>(per_row), probs, workspace, bytes,
+                      stream_);
+  }
+  void argmax(const float* logits, int rows, int V, int32_t* out) override {
+    use_device();
+    if (rows == 0) return;
+    auto* ids = static_cast<int32_t*>(ids_.get(sizeof(int32_t) * rows, stream_));
+    cuda::argmax(logits, rows, V, ids, stream_);
+    copy_to_host(ids, out, sizeof(int32_t) * rows);
+  }
+  void sample(const float* probs, int rows, int V, std::span<const double> uniforms,
+              int32_t* out) override {
+    use_device();
+    require(uniforms.size() == static_cast<size_t>(rows), ErrorKind::invalid_argument, [&] {
+      return "sample: " + std::to_string(uniforms.size()) + " uniforms for " +
+             std::to_string(rows) + " rows";
+    });
+    for (double u : uniforms)
+      require(u >= 0.0 && u < 1.0, ErrorKind::invalid_argument, "sample: u must be in [0, 1)");
+    if (rows == 0) return;
+    auto* ids = static_cast<int32_t*>(ids_.get(sizeof(int32_t) * rows, stream_));
+    cuda::sample(probs, rows, V, stage(uniforms), ids, stream_);
+    copy_to_host(ids, out, sizeof(int32_t) * rows);
+    for (int r = 0; r < rows; ++r)
+      require(out[r] >= 0, ErrorKind::invalid_argument, [&] {
+        return "sample: probability row " + std::to_string(r) + " has no positive finite mass";
+      });
+  }
+
+  void verify(std::span<const VerifyBlock> blocks, int V, std::span<VerifyOutcome> out,
+              std::span<float> beta) override {
+    use_device();
+    require(V > 0, ErrorKind::invalid_argument, "verify: V must be > 0");
+    require(out.size() == blocks.size(), ErrorKind::invalid_argument,
+            "verify: out must have one entry per block");
+    size_t drafts = 0;
+    for (size_t b = 0; b < blocks.size(); ++b) {
+      cpu::check_verify_block(blocks[b], b, V, /*q_rows_on_host=*/false);
+      drafts += static_cast<size_t>(blocks[b].gamma);
+    }
+    require(beta.empty() || beta.size() == drafts, ErrorKind::invalid_argument, [&] {
+      return "verify: beta must be empty or have " + std::to_string(drafts) +
+             " entries (sum of gamma), got " + std::to_string(beta.size());
+    });
+    if (blocks.empty()) return;
+
+    // The drafted ids of every block, then the blocks pointing into them.
+    std::vector<int32_t> drafted;
+    drafted.reserve(drafts);
+    for (const VerifyBlock& block : blocks)
+      drafted.insert(drafted.end(), block.drafted, block.drafted + block.gamma);
+    const int32_t* drafted_device = stage<int32_t>(drafted);
+    std::vector<cuda::DeviceVerifyBlock> device_blocks(blocks.size());
+    int at = 0;
+    for (size_t b = 0; b < blocks.size(); ++b) {
+      const VerifyBlock& block = blocks[b];
+      device_blocks[b] = {block.gamma,          drafted_device + at, block.p,   block.q,
+                          block.first_position, block.seed,          block.lenience, at};
+      at += block.gamma;
+    }
+    const size_t out_bytes = sizeof(VerifyOutcome) * blocks.size();
+    const size_t beta_bytes = sizeof(float) * drafts;
+    char* results = static_cast<char*>(verify_results_.get(out_bytes + beta_bytes + 256, stream_));
+    auto* outcomes = reinterpret_cast<VerifyOutcome*>(results);
+    float* betas = beta.empty() ? nullptr : reinterpret_cast<float*>(results + (out_bytes + 255) / 256 * 256);
+    cuda::verify(stage<cuda::DeviceVerifyBlock>(device_blocks), static_cast<int>(blocks.size()),
+                 V, outcomes, betas, stream_);
+
+    // Results land in host staging first: a contract violation must leave
+    // out and beta untouched, as the CPU twin does.
+    std::vector<VerifyOutcome> host_out(blocks.size());
+    std::vector<float> host_beta(beta.size());
+    TANDEM_CUDA_CHECK(cudaMemcpyAsync(host_out.data(), outcomes, out_bytes,
+                                      cudaMemcpyDeviceToHost, stream_));
+    if (betas)
+      TANDEM_CUDA_CHECK(cudaMemcpyAsync(host_beta.data(), betas, beta_bytes,
+                                        cudaMemcpyDeviceToHost, stream_));
+    synchronize();
+    for (size_t b = 0; b < blocks.size(); ++b) {
+      if (host_out[b].accepted == cuda::kVerifyBadDraftProbability)
+        throw Error(ErrorKind::invalid_argument,
+                    "blocks[" + std::to_string(b) + "].q gives a drafted token probability <= 0; "
+                    "pass the rows the draft sampled its tokens from");
+      if (host_out[b].accepted == cuda::kVerifyNoMass)
+        throw Error(ErrorKind::invalid_argument,
+                    "blocks[" + std::to_string(b) + "].p has no positive finite mass in the row "
+                    "the target's token is drawn from");
+    }
+    std::copy(host_out.begin(), host_out.end(), out.begin());
+    std::copy(host_beta.begin(), host_beta.end(), beta.begin());
+  }
+  void synchronize() override {
+    use_device();
+    TANDEM_CUDA_CHECK(cudaStreamSynchronize(stream_));
+    staging_.reset();
+  }
+
+  void verify_greedy(std::span<const GreedyBlock> blocks, std::span<VerifyOutcome> out) override {
+    // Only host ids are involved (argmax brought them over): the CPU twin is
+    // the definition and costs microseconds.
+    cpu::verify_greedy(blocks, out);
+  }
+
+ private:
+  // The engine thread may drive backends on two devices (draft and target):
+  // each op makes its own device current.
+  void use_device() {
+    int current = -1;
+    TANDEM_CUDA_CHECK(cudaGetDevice(&current));
+    if (current != device_) TANDEM_CUDA_CHECK(cudaSetDevice(device_));
+  }
+  template <typename T>
+  const T* stage(std::span<const T> host) {
+    return staging_.stage(host, stream_);
+  }
+  template <typename T>
+  const T* stage(const std::vector<T>& host) {
+    return staging_.stage(std::span<const T>(host), stream_);
+  }
+  void copy_to_host(const void* device, void* host, size_t bytes) {
+    TANDEM_CUDA_CHECK(cudaMemcpyAsync(host, device, bytes, cudaMemcpyDeviceToHost, stream_));
+    synchronize();
+  }
+
+  Buffer allocate_typed(size_t count, Dtype dtype) {
+    use_device();
+    if (count == 0) return Buffer();
+    void* data = nullptr;
+    const size_t bytes = count * dtype_size(dtype);
+    const cudaError_t status = cudaMalloc(&data, bytes);
+    if (status != cudaSuccess) {
+      cudaGetLastError();  // clear it: the device is still usable
+      throw Error(ErrorKind::out_of_resources,
+                  "cannot allocate " + std::to_string(bytes) + " bytes on CUDA device " +
+                      std::to_string(device_) + ": " + cudaGetErrorString(status));
+    }
+    Buffer buffer(data, count, dtype, free_device);
+    TANDEM_CUDA_CHECK(cudaMemsetAsync(data, 0, bytes, stream_));
+    return buffer;
+  }
+
+  // y (T, N) = x (T, K) · wᵀ through cuBLAS: column-major, y is (N, T) =
+  // w (K, N)ᵀ · x (K, T). Narrow weights take a narrow copy of x (cuBLAS
+  // wants one input type) and accumulate in f32.
+  void cublas_matmul(const float* x, WeightView w, int T, int K, int N, float* y) {
+    const float one = 1.0f, zero = 0.0f;
+    const void* input = x;
+    if (w.dtype != Dtype::f32) {
+      const size_t n = static_cast<size_t>(T) * K;
+      void* narrow = narrow_input_.get(n * dtype_size(w.dtype), stream_);
+      cuda::to_narrow(x, n, w.dtype, narrow, stream_);
+      input = narrow;
+    }
+    TANDEM_CUDA_CHECK(cublasGemmEx(cublas_, CUBLAS_OP_T, CUBLAS_OP_N, N, T, K, &one, w.data,
+                                   cuda_type(w.dtype), K, input, cuda_type(w.dtype), K, &zero, y,
+                                   CUDA_R_32F, N, CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT));
+  }
+
+  int device_;
+  Dtype weight_dtype_;
+  cudaStream_t stream_ = nullptr;
+  cublasHandle_t cublas_ = nullptr;
+  cuda::MetadataStaging staging_;
+  cuda::DeviceScratch conversion_, narrow_input_, standardize_workspace_, ids_, verify_results_;
+};
+
+}  // namespace
+
+std::unique_ptr<Backend> make_cuda_backend(int device, Dtype weight_dtype) {
+  return std::make_unique<CudaBackend>(device, weight_dtype);
+}
+
+}  // namespace tandem
