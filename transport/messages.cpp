@@ -141,6 +141,8 @@ void write_sequence(ByteWriter& writer, const TargetStep::Sequence& sequence) {
   writer.u64(sequence.session);
   writer.u8(static_cast<uint8_t>(sequence.q_source));
   writer.f32s(sequence.q);
+  writer.u64(sequence.q_step);
+  writer.i32(sequence.q_first_row);
 }
 
 void write_outcome(ByteWriter& writer, const TargetResult::Outcome& outcome) {
@@ -191,6 +193,7 @@ void check_sequence(ByteReader& reader, const TargetStep::Sequence& sequence) {
   require_non_negative(reader, "sequences.start", sequence.start);
   require_non_negative(reader, "sequences.logit_count", sequence.logit_count);
   require_non_negative(reader, "sequences.gamma", sequence.gamma);
+  require_non_negative(reader, "sequences.q_first_row", sequence.q_first_row);
   if (sequence.logit_count > tokens) {
     reader.fail("sequences.logit_count", std::to_string(sequence.logit_count) +
                                              " logits asked for " + std::to_string(tokens) + " tokens");
@@ -222,6 +225,8 @@ TargetStep::Sequence read_sequence(ByteReader& reader) {
   sequence.session = reader.u64("sequences.session");
   sequence.q_source = read_q_source(reader);
   sequence.q = reader.f32s("sequences.q");
+  sequence.q_step = reader.u64("sequences.q_step");
+  sequence.q_first_row = reader.i32("sequences.q_first_row");
   check_sequence(reader, sequence);
   return sequence;
 }

@@ -28,7 +28,7 @@
 
 namespace tandem::wire {
 
-constexpr uint16_t kFormatVersion = 1;
+constexpr uint16_t kFormatVersion = 2;  // 2: TargetStep sequences name their QRows
 
 enum class MessageType : uint16_t {
   draft_step = 1,
@@ -79,7 +79,7 @@ struct QRows {
 enum class QSource : uint8_t {
   one_hot = 0,    // deterministic drafter or greedy session: q_j one-hot at x_j
   inline_rows = 1,  // carried in TargetStep::Sequence::q
-  draft_rank = 2,   // in this step's QRows from the draft rank
+  draft_rank = 2,   // in the QRows of draft step q_step, from the draft rank
 };
 
 struct TargetStep {
@@ -98,6 +98,13 @@ struct TargetStep {
     uint64_t session = 0;           // matches QRows entries
     QSource q_source = QSource::one_hot;
     std::vector<float> q;           // (gamma, V) when q_source is inline_rows
+    // q_source draft_rank: the draft step whose QRows hold this block's rows,
+    // from row q_first_row on (a block drafted ahead behind its guessed
+    // bonus token starts at row 1). Draft steps that were drafted but never
+    // verified (a missed guess, a session that ended) leave QRows no step
+    // names; target rank 0 drops them once a later step is named.
+    uint64_t q_step = 0;
+    int32_t q_first_row = 0;
   };
   std::vector<Sequence> sequences;
   std::vector<int64_t> released;   // KV sequences to free before this step

@@ -283,7 +283,8 @@ DrafterChoice read_drafter(const Json& value) {
                                                  value.dump() + ".");
 }
 
-// {"gamma": ..., "drafter": ...}, true (the server's defaults) or false (none).
+// {"gamma": ..., "drafter": ..., "pipeline": bool}, true (the server's
+// defaults) or false (none).
 void read_speculation(const Json& value, const RequestLimits&, CompletionRequest& request) {
   SpeculationChoice& choice = request.speculation;
   const GammaChoice no_drafting{.automatic = false, .gamma = 0};
@@ -293,7 +294,8 @@ void read_speculation(const Json& value, const RequestLimits&, CompletionRequest
   }
   if (!value.is_object()) throw wrong_type("speculation", "an object or a boolean", value);
   for (const auto& [key, item] : read_object(value, "speculation")) {
-    if (key != "gamma" && key != "drafter") throw unrecognized("speculation." + key);
+    if (key != "gamma" && key != "drafter" && key != "pipeline")
+      throw unrecognized("speculation." + key);
   }
   const Json::object_t& fields = value.get_ref<const Json::object_t&>();
   if (const auto it = fields.find("gamma"); it != fields.end() && !it->second.is_null()) {
@@ -301,6 +303,10 @@ void read_speculation(const Json& value, const RequestLimits&, CompletionRequest
   }
   if (const auto it = fields.find("drafter"); it != fields.end() && !it->second.is_null()) {
     choice.drafter = read_drafter(it->second);
+  }
+  if (const auto it = fields.find("pipeline"); it != fields.end() && !it->second.is_null()) {
+    if (!it->second.is_boolean()) throw wrong_type("speculation.pipeline", "a boolean", it->second);
+    choice.pipeline = it->second.get<bool>();
   }
   if (choice.drafter == DrafterChoice::none) {
     if (choice.gamma && *choice.gamma != no_drafting) {

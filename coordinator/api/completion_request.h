@@ -54,6 +54,7 @@ struct GammaChoice {
 struct SpeculationChoice {
   std::optional<GammaChoice> gamma;
   std::optional<DrafterChoice> drafter;
+  bool pipeline = true;  // false: never drafted ahead or apart (lockstep steps)
 };
 
 // Text to tokenize, or token ids taken as they are.

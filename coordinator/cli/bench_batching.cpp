@@ -13,6 +13,7 @@
 
 #include "common/error.h"
 #include "coordinator/cli/commands.h"
+#include "coordinator/cli/bench_sessions.h"
 #include "coordinator/cli/model_options.h"
 #include "workers/speculation/model_drafter.h"
 #include "workers/speculation/speculative_engine.h"
@@ -21,13 +22,6 @@ namespace tandem::cli {
 namespace {
 
 using Clock = std::chrono::steady_clock;
-
-const char* const kPrompts[] = {
-    "The history of the city",       "In the morning, the committee",
-    "She looked at the letter and",  "The results of the study show that",
-    "When the war was over, the",    "He said that the new law",
-    "The church stood on the hill",  "After dinner we walked down to the",
-};
 
 struct Run {
   double tokens_per_second = 0;
@@ -43,12 +37,7 @@ struct Run {
 Run run_batch(SpeculativeEngine& engine, const OpenModel& open, int batch, int max_tokens,
               float temperature, const std::string& drafter, GammaPolicy gamma) {
   for (int i = 0; i < batch; ++i) {
-    SpeculationRequest request;
-    request.prompt = open.target.tokenizer->encode(kPrompts[i % std::size(kPrompts)]);
-    request.max_new_tokens = max_tokens;
-    request.sampling.temperature = temperature;
-    request.sampling.seed = static_cast<uint64_t>(i + 1);
-    request.gamma = gamma;
+    SpeculationRequest request = bench_session(open, i, max_tokens, temperature, gamma);
     request.drafter = drafter;
     engine.add(std::move(request));
   }

@@ -103,10 +103,11 @@ int bench_command(const Words& words) {
   if (words[0] == "speculative") return bench_speculative(rest);
   if (words[0] == "steps") return bench_steps(rest);
   if (words[0] == "batching") return bench_batching(rest);
+  if (words[0] == "pipeline") return bench_pipeline(rest);
   if (words[0] == "tensor-parallel") return bench_tensor_parallel(rest);
   throw Error(ErrorKind::invalid_argument,
               "unknown bench suite '" + words[0] +
-                  "' (known: forward, matmul, speculative, steps, batching, tensor-parallel)");
+                  "' (known: forward, matmul, speculative, steps, batching, pipeline, tensor-parallel)");
 }
 
 }  // namespace tandem::cli

@@ -17,6 +17,7 @@ int bench_matmul(const Words& args);       // bench_matmul.cpp (a suite of bench
 int bench_speculative(const Words& args);  // bench_speculative.cpp (a suite of bench)
 int bench_steps(const Words& args);        // bench_steps.cpp (a suite of bench)
 int bench_batching(const Words& args);     // bench_batching.cpp (a suite of bench)
+int bench_pipeline(const Words& args);     // bench_pipeline.cpp (a suite of bench)
 int bench_tensor_parallel(const Words& args);  // bench_tensor_parallel.cpp (under mpirun)
 int serve_command(const Words& args);     // serve_command.cpp
 int loadtest_command(const Words& args);  // loadtest_command.cpp

@@ -224,6 +224,14 @@ int loadtest_command(const Words& words) {
                       "tokens per target step %.2f\n",
                       delta.acceptance_rate(), delta.accepted_per_draft(),
                       delta.tokens_per_target_step());
+          if (delta.step_seconds > 0) {
+            std::printf("Pipelining (server /metrics): %.0f of %.0f steps pipelined, draft busy "
+                        "%.2f, target busy %.2f of step time, draft-ahead hit rate %.2f (%.0f of "
+                        "%.0f)\n",
+                        delta.pipelined_steps, delta.target_steps, delta.draft_busy_fraction(),
+                        delta.target_busy_fraction(), delta.ahead_hit_rate(), delta.ahead_hits,
+                        delta.ahead_hits + delta.ahead_misses);
+          }
           run["speculation"] = {{"acceptance_rate", delta.acceptance_rate()},
                                 {"accepted_per_draft", delta.accepted_per_draft()},
                                 {"tokens_per_target_step", delta.tokens_per_target_step()},
@@ -231,7 +239,12 @@ int loadtest_command(const Words& words) {
                                 {"draft_tokens", delta.draft_tokens},
                                 {"accepted_tokens", delta.accepted_tokens},
                                 {"target_steps", delta.target_steps},
-                                {"generation_tokens", delta.generation_tokens}};
+                                {"generation_tokens", delta.generation_tokens},
+                                {"pipelined_steps", delta.pipelined_steps},
+                                {"draft_busy_fraction", delta.draft_busy_fraction()},
+                                {"target_busy_fraction", delta.target_busy_fraction()},
+                                {"draft_ahead_hits", delta.ahead_hits},
+                                {"draft_ahead_misses", delta.ahead_misses}};
         }
       }
       std::printf("\n");

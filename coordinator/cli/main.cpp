@@ -25,6 +25,8 @@ commands:
                                      v(k): cost of k new tokens per sequence vs 1; c
   bench     batching --model DIR --draft DIR
                                      speculation off / fixed gamma / auto at batch 1..32
+  bench     pipeline --model DIR --draft DIR (with OMP_NUM_THREADS=1)
+                                     pipelined vs lockstep drafting, draft on its own thread
   bench     tensor-parallel --model DIR|--dummy CONFIG (under mpirun -np 2)
                                      TP 1 vs TP N step times, communication apart
   generate  ... --draft DIR | --ngram [--gamma N|auto] [--lenience L]

@@ -1,21 +1,39 @@
 #include "coordinator/cluster/peer_channel.h"
 
+#include <chrono>
 #include <sstream>
 
 #include "common/error.h"
 
 namespace tandem {
 
+namespace {
+
+[[noreturn]] void lost(const ClusterLayout& layout, int from, const std::string& what) {
+  std::ostringstream message;  // << writes 2 s, not 2.000000 s
+  message << layout.describe(from) << " did not " << what << " within "
+          << layout.placement.step_timeout_seconds
+          << " s (placement.step_timeout_seconds): it is lost";
+  throw Error(ErrorKind::unavailable, message.str());
+}
+
+}  // namespace
+
 Bytes PeerChannel::await(int from, int tag, const std::string& what) {
-  const double timeout = layout_.placement.step_timeout_seconds;
-  std::optional<Bytes> bytes = world_.receive(from, tag, timeout);
-  if (!bytes) {
-    std::ostringstream message;  // << writes 2 s, not 2.000000 s
-    message << layout_.describe(from) << " did not " << what << " within " << timeout
-            << " s (placement.step_timeout_seconds): it is lost";
-    throw Error(ErrorKind::unavailable, message.str());
-  }
+  std::optional<Bytes> bytes = world_.receive(from, tag, layout_.placement.step_timeout_seconds);
+  if (!bytes) lost(layout_, from, what);
   return std::move(*bytes);
+}
+
+Bytes PeerChannel::await(int from, int tag, const std::string& what,
+                         const std::function<void()>& while_waiting) {
+  const auto deadline = std::chrono::steady_clock::now() +
+                        std::chrono::duration<double>(layout_.placement.step_timeout_seconds);
+  for (;;) {
+    while_waiting();
+    if (std::optional<Bytes> bytes = world_.receive(from, tag, 0.002)) return std::move(*bytes);
+    if (std::chrono::steady_clock::now() > deadline) lost(layout_, from, what);
+  }
 }
 
 Bytes PeerChannel::wait_forever(int from, int tag) {

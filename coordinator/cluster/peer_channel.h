@@ -8,6 +8,7 @@
 //   and then throws Error(unavailable) naming the rank (see await()).
 #pragma once
 
+#include <functional>
 #include <string>
 
 #include "coordinator/cluster/cluster_layout.h"
@@ -30,6 +31,10 @@ class PeerChannel {
   // The next message from `from` with `tag`, or Error(unavailable) reading
   // "rank N (role) did not <what> within T s" once the step timeout passes.
   Bytes await(int from, int tag, const std::string& what);
+  // The same, calling while_waiting() every couple of milliseconds until
+  // the message is there (to take other messages meanwhile).
+  Bytes await(int from, int tag, const std::string& what,
+              const std::function<void()>& while_waiting);
   // Waits as long as it takes (workers waiting for their next command).
   Bytes wait_forever(int from, int tag);
 

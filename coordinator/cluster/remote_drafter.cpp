@@ -1,5 +1,6 @@
 #include "coordinator/cluster/remote_drafter.h"
 
+#include <algorithm>
 #include <chrono>
 
 #include "common/error.h"
@@ -9,40 +10,66 @@ namespace tandem {
 void RemoteDrafter::propose(std::span<const DraftRequest> requests,
                             std::vector<DraftProposal>& proposals) {
   const auto start = std::chrono::steady_clock::now();
+  begin_propose(requests);
+  finish_propose(proposals);
+  // Drafting in lockstep: what the engine waited for, messages included.
+  last_seconds_ = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+}
+
+void RemoteDrafter::begin_propose(std::span<const DraftRequest> requests) {
   wire::DraftStep step;
   step.step = ++steps_;
   step.released = std::move(released_);
   released_.clear();
+  in_flight_sampled_.clear();
   for (const DraftRequest& request : requests) {
-    int32_t& held = held_[request.session];
+    std::vector<int32_t>& held = held_[request.session];
+    // What the draft rank holds stands as far as it agrees with the request.
+    const auto agree = std::mismatch(held.begin(), held.end(), request.tokens.begin(),
+                                     request.tokens.end());
     wire::DraftStep::Entry entry;
     entry.session = request.session;
-    entry.known = held;
-    entry.new_tokens.assign(request.tokens.begin() + held, request.tokens.end());
+    entry.known = static_cast<int32_t>(agree.first - held.begin());
+    entry.new_tokens.assign(agree.second, request.tokens.end());
     entry.gamma = request.gamma;
     entry.sampling = request.sampling;
-    held = static_cast<int32_t>(request.tokens.size());
+    held.assign(request.tokens.begin(), request.tokens.end());
     step.entries.push_back(std::move(entry));
+    in_flight_sampled_.push_back(!request.sampling.greedy());
   }
+  channel_.send(wire::encode(step), channel_.layout().placement.draft_rank, kCommandTag);
+}
+
+void RemoteDrafter::finish_propose(std::vector<DraftProposal>& proposals) {
+  const uint64_t step = steps_;
   const int rank = channel_.layout().placement.draft_rank;
-  channel_.send(wire::encode(step), rank, kCommandTag);
-  wire::DraftReply reply = wire::decode_draft_reply(channel_.await(
-      rank, wire::tag_of(wire::MessageType::draft_reply),
-      "return draft step " + std::to_string(step.step)));
-  require(reply.step == step.step && reply.tokens.size() == requests.size(), ErrorKind::internal,
-          [&] {
-            return "the draft rank answered draft step " + std::to_string(step.step) +
-                   " with step " + std::to_string(reply.step) + " and " +
-                   std::to_string(reply.tokens.size()) + " proposals";
+  const int reply_tag = wire::tag_of(wire::MessageType::draft_reply);
+  const std::string what = "return draft step " + std::to_string(step);
+  const Bytes bytes =
+      q_rows_sink_ ? channel_.await(rank, reply_tag, what,
+                                    [&] {
+                                      const int tag = wire::tag_of(wire::MessageType::q_rows);
+                                      while (std::optional<Bytes> rows =
+                                                 channel_.world().receive(rank, tag, 0))
+                                        q_rows_sink_(wire::decode_q_rows(*rows));
+                                    })
+                   : channel_.await(rank, reply_tag, what);
+  wire::DraftReply reply = wire::decode_draft_reply(bytes);
+  require(reply.step == step && reply.tokens.size() == in_flight_sampled_.size(),
+          ErrorKind::internal, [&] {
+            return "the draft rank answered draft step " + std::to_string(step) + " with step " +
+                   std::to_string(reply.step) + " and " + std::to_string(reply.tokens.size()) +
+                   " proposals";
           });
-  proposals.assign(requests.size(), DraftProposal{});
-  for (size_t i = 0; i < requests.size(); ++i) {
+  proposals.assign(reply.tokens.size(), DraftProposal{});
+  for (size_t i = 0; i < reply.tokens.size(); ++i) {
     proposals[i].tokens = std::move(reply.tokens[i]);
-    proposals[i].q_at_draft_rank =
-        !requests[i].sampling.greedy() && !proposals[i].tokens.empty();
+    proposals[i].q_at_draft_rank = in_flight_sampled_[i] && !proposals[i].tokens.empty();
+    if (proposals[i].q_at_draft_rank) proposals[i].q_step = step;
   }
-  last_seconds_ =
-      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  // Overlapped with a target pass, the wall time since begin is mostly the
+  // target's: the draft rank's own time is the drafting cost.
+  last_seconds_ = reply.seconds;
 }
 
 void RemoteDrafter::release(SessionKey session) {

@@ -1,15 +1,23 @@
 // RemoteDrafter: the draft model on its own rank, seen by the engine as a
 // Drafter named "model".
 //
-// The coordinator sends only tokens: for each session the committed tokens
-// the draft rank has not seen yet (committed text only grows, so the draft
-// rank's copy is always a prefix), γ and the sampling parameters. It gets
-// back the drafted tokens; the q rows of sampled sessions go from the draft
-// rank straight to target rank 0 (DESIGN.md, "One step"), so proposals
-// carry q_at_draft_rank instead of rows. Sessions that ended are released
-// on the draft rank with the next DraftStep.
+// The coordinator sends only tokens: for each session how many of the
+// tokens the draft rank holds still stand, and the ones after them, γ and
+// the sampling parameters. (A request drafting ahead of a block under
+// verification includes that block's drafts; whatever of them verification
+// rejected is taken back by the next request's shorter common prefix.) It
+// gets back the drafted tokens; the q rows of sampled sessions go from the
+// draft rank straight to target rank 0 (DESIGN.md, "One step"), so
+// proposals carry q_at_draft_rank and the draft step instead of rows.
+// Sessions that ended are released on the draft rank with the next
+// DraftStep.
+//
+// Pipelined: begin_propose() sends the DraftStep and returns, and
+// finish_propose() waits for the reply, so the draft rank drafts while the
+// engine thread runs a target pass (all MPI stays on the engine thread).
 #pragma once
 
+#include <functional>
 #include <unordered_map>
 #include <vector>
 
@@ -28,12 +36,25 @@ class RemoteDrafter final : public Drafter {
   void release(SessionKey session) override;
   double last_seconds() const override { return last_seconds_; }
 
+  // With the target in the coordinator's own process, the q rows the draft
+  // rank sends come here too: they go to `sink` (the target runner's inbox)
+  // as they arrive while this drafter waits for a reply, so the draft rank
+  // is never left waiting to hand over rows nobody asked for yet.
+  void set_q_rows_sink(std::function<void(wire::QRows)> sink) { q_rows_sink_ = std::move(sink); }
+
+  bool overlaps() const override { return true; }
+  void begin_propose(std::span<const DraftRequest> requests) override;
+  void finish_propose(std::vector<DraftProposal>& proposals) override;
+
  private:
   PeerChannel& channel_;
-  std::unordered_map<SessionKey, int32_t> held_;  // committed tokens the draft rank has
+  std::unordered_map<SessionKey, std::vector<int32_t>> held_;  // the tokens the draft rank has
   std::vector<uint64_t> released_;
   uint64_t steps_ = 0;
   double last_seconds_ = 0;
+  // The draft step in flight between begin and finish.
+  std::vector<bool> in_flight_sampled_;  // per request: its q rows stay at the draft rank
+  std::function<void(wire::QRows)> q_rows_sink_;
 };
 
 }  // namespace tandem

@@ -1,6 +1,7 @@
 #include "coordinator/cluster/worker_loops.h"
 
 #include <map>
+#include <optional>
 #include <vector>
 
 #include "common/error.h"
@@ -76,11 +77,26 @@ int serve_target_rank(PeerChannel& channel, LlamaModel& shard, PagedKvCache& cac
   const ClusterLayout& layout = channel.layout();
   const int coordinator = layout.placement.coordinator_rank;
   const int draft_rank = layout.placement.draft_rank;
+  const int q_rows_tag = wire::tag_of(MessageType::q_rows);
   TargetStepRunner runner(shard, cache, TargetStepRunner::CacheMode::mirrored, [&] {
-    return wire::decode_q_rows(channel.wait_forever(draft_rank, wire::tag_of(MessageType::q_rows)));
+    return wire::decode_q_rows(channel.wait_forever(draft_rank, q_rows_tag));
   });
+  // Target rank 0 of a job with a draft rank takes q rows as they come while
+  // it waits for its next step: with pipelined drafting the draft rank sends
+  // rows ahead of need (and some never needed), and a large MPI send waits
+  // until its receiver takes it, which would stall the draft rank.
+  const bool takes_q_rows = layout.tp_rank == 0 && draft_rank != coordinator;
+  auto next_command = [&]() -> Bytes {
+    if (!takes_q_rows) return channel.wait_forever(coordinator, kCommandTag);
+    for (;;) {
+      while (std::optional<Bytes> rows = channel.world().receive(draft_rank, q_rows_tag, 0))
+        runner.deliver_q_rows(wire::decode_q_rows(*rows));
+      if (std::optional<Bytes> command = channel.world().receive(coordinator, kCommandTag, 0.02))
+        return std::move(*command);
+    }
+  };
   for (;;) {
-    const Bytes bytes = channel.wait_forever(coordinator, kCommandTag);
+    const Bytes bytes = next_command();
     if (wire::peek_type(bytes) == MessageType::shutdown) return wire::decode_shutdown(bytes).exit_code;
     wire::TargetStep step = wire::decode_target_step(bytes);
     wire::TargetResult ack;

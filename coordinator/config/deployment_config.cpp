@@ -38,7 +38,8 @@ const Keys kPlacementKeys = {"backend",        "weight_dtype", "threads",
                              "coordinator_rank", "draft_rank", "draft_device",
                              "target_ranks",   "target_devices", "step_timeout_seconds"};
 const Keys kSpeculationKeys = {"drafter",   "gamma",     "max_gamma", "prior_alpha",
-                               "ngram_min", "ngram_max", "lenience"};
+                               "ngram_min", "ngram_max", "lenience",
+                               "pipeline",  "ahead_min_hit_rate"};
 const Keys kSchedulerKeys = {"max_running_sessions", "max_queued_requests",
                              "step_token_budget",    "kv_blocks",
                              "block_size",           "draft_kv_blocks"};
@@ -259,6 +260,15 @@ SpeculationConfig read_speculation(const ConfigSection& section, bool has_draft)
   }
   speculation.lenience = section.number("lenience", speculation.lenience,
                                         Interval{.low = 0, .high = 1, .low_open = true});
+  const std::string pipeline =
+      section.word("pipeline", "auto", {"auto", "off", "ahead", "pingpong"});
+  speculation.pipeline.mode = pipeline == "off"     ? PipelineMode::off
+                              : pipeline == "ahead" ? PipelineMode::ahead
+                              : pipeline == "pingpong" ? PipelineMode::pingpong
+                                                       : PipelineMode::automatic;
+  speculation.pipeline.min_hit_rate =
+      section.number("ahead_min_hit_rate", speculation.pipeline.min_hit_rate,
+                     Interval{.low = 0, .high = 1});
   return speculation;
 }
 

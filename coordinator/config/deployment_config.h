@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "kernels/backend.h"  // BackendKind
+#include "workers/speculation/pipeline_policy.h"
 
 namespace tandem {
 
@@ -87,6 +88,7 @@ struct SpeculationConfig {
   int ngram_min = 1;
   int ngram_max = 4;
   double lenience = 1.0;  // 1 = lossless; < 1 accepts more draft tokens than exact sampling would
+  PipelinePolicy pipeline;  // drafting while the target verifies (pipeline_policy.h)
 };
 
 // scheduler: admission, batching and KV cache sizes.

@@ -87,7 +87,7 @@ std::string describe(const DeploymentConfig& config) {
       << (speculation.lenience == 1.0
               ? "lossless"
               : "lenience " + number(speculation.lenience) + " (not lossless)")
-      << "\n";
+      << ", pipelined drafting " << pipeline_mode_name(speculation.pipeline.mode) << "\n";
   out << "scheduler: " << scheduler.max_running_sessions << " running sessions, "
       << scheduler.max_queued_requests << " queued, " << scheduler.step_token_budget
       << " tokens per step, KV blocks of " << scheduler.block_size

@@ -104,7 +104,35 @@ ServerMetrics::ServerMetrics()
           "Seconds of target forward passes, measured on target rank 0.")),
       target_communication_seconds(registry.counter(
           prefixed("target_communication_seconds_total"),
-          "Seconds of target forward passes spent in tensor-parallel collectives.")) {
+          "Seconds of target forward passes spent in tensor-parallel collectives.")),
+      engine_step_seconds(registry.counter(prefixed("engine_step_seconds_total"),
+                                           "Seconds of engine steps, wall time.")),
+      draft_busy_seconds(registry.counter(
+          prefixed("draft_busy_seconds_total"),
+          "Seconds the draft spent drafting, hidden behind target passes or not.")),
+      draft_idle_seconds(registry.counter(
+          prefixed("draft_idle_seconds_total"),
+          "Seconds of engine steps in which the draft had nothing to do.")),
+      target_idle_seconds(registry.counter(
+          prefixed("target_idle_seconds_total"),
+          "Seconds of engine steps in which the target waited (for drafts, mostly).")),
+      draft_busy_fraction(registry.gauge(
+          prefixed("draft_busy_fraction"),
+          "Share of recent engine step time the draft spent drafting.")),
+      target_busy_fraction(registry.gauge(
+          prefixed("target_busy_fraction"),
+          "Share of recent engine step time the target spent in its passes.")),
+      draft_ahead_hits(registry.counter(
+          prefixed("draft_ahead_total"),
+          "Blocks drafted ahead during a target pass, by whether they were verified next (hit) "
+          "or dropped (miss).",
+          {{"result", "hit"}})),
+      draft_ahead_misses(registry.counter(
+          prefixed("draft_ahead_total"),
+          "Blocks drafted ahead during a target pass, by whether they were verified next (hit) "
+          "or dropped (miss).",
+          {{"result", "miss"}})) {
+  for (std::string_view shape : {"plain", "ahead", "pingpong"}) pipeline_steps(shape);
   // Every finished_reason exists from the start, at 0, so rates over it are
   // defined before the first request of each kind ends.
   for (std::size_t i = 0; i < kFinishedReasons.size(); ++i) {
@@ -112,6 +140,14 @@ ServerMetrics::ServerMetrics()
         prefixed("request_success_total"), "Requests finished, by why they finished.",
         {{"finished_reason", std::string(kFinishedReasons[i])}});
   }
+}
+
+Counter& ServerMetrics::pipeline_steps(std::string_view shape) {
+  return registry.counter(prefixed("pipeline_steps_total"),
+                          "Engine steps by shape: plain (draft, then verify), ahead (drafting "
+                          "the next block during verification) or pingpong (one group drafts "
+                          "while the other verifies).",
+                          {{"shape", std::string(shape)}});
 }
 
 Counter& ServerMetrics::requests(std::string_view route, int status) {

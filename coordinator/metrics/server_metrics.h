@@ -70,6 +70,18 @@ struct ServerMetrics {
   Counter& target_seconds;                   // tandem_target_seconds_total
   Counter& target_forward_seconds;           // tandem_target_forward_seconds_total
   Counter& target_communication_seconds;     // tandem_target_communication_seconds_total
+  // Pipelined drafting: where each side's time goes when the draft works
+  // while the target verifies (workers/speculation/pipeline_policy.h).
+  Counter& engine_step_seconds;   // tandem_engine_step_seconds_total: whole steps, wall time
+  Counter& draft_busy_seconds;    // tandem_draft_busy_seconds_total: drafting, overlapped or not
+  Counter& draft_idle_seconds;    // tandem_draft_idle_seconds_total: step time the draft waited
+  Counter& target_idle_seconds;   // tandem_target_idle_seconds_total: step time the target waited
+  Gauge& draft_busy_fraction;     // tandem_draft_busy_fraction: over recent steps
+  Gauge& target_busy_fraction;    // tandem_target_busy_fraction: over recent steps
+  Counter& draft_ahead_hits;      // tandem_draft_ahead_total{result="hit"}
+  Counter& draft_ahead_misses;    // tandem_draft_ahead_total{result="miss"}
+  // tandem_pipeline_steps_total{shape}: steps by shape (plain, ahead, pingpong).
+  Counter& pipeline_steps(std::string_view shape);
 
   // tandem_requests_total{route, status}: one per HTTP response. route is the
   // matched route ("/v1/completions"), never the raw request target, so the

@@ -247,6 +247,23 @@ void Scheduler::record_step() {
   metrics_.target_forward_seconds.inc(step.forward_seconds);
   metrics_.target_communication_seconds.inc(step.communication_seconds);
   metrics_.spec_decode_mean_gamma.set(step.mean_gamma);
+  metrics_.engine_step_seconds.inc(step.step_seconds);
+  metrics_.draft_busy_seconds.inc(step.draft_busy_seconds);
+  metrics_.draft_idle_seconds.inc(std::max(0.0, step.step_seconds - step.draft_busy_seconds));
+  metrics_.target_idle_seconds.inc(std::max(0.0, step.step_seconds - step.target_seconds));
+  metrics_.draft_ahead_hits.inc(step.ahead_hits);
+  metrics_.draft_ahead_misses.inc(step.ahead_misses);
+  metrics_.pipeline_steps(step_shape_name(step.shape)).inc();
+  // Busy fractions over recent steps: exponentially weighted sums, so the
+  // gauges follow load changes within a few dozen steps.
+  constexpr double kKeep = 0.95;
+  recent_step_seconds_ = kKeep * recent_step_seconds_ + step.step_seconds;
+  recent_draft_busy_ = kKeep * recent_draft_busy_ + step.draft_busy_seconds;
+  recent_target_busy_ = kKeep * recent_target_busy_ + step.target_seconds;
+  if (recent_step_seconds_ > 0) {
+    metrics_.draft_busy_fraction.set(std::min(1.0, recent_draft_busy_ / recent_step_seconds_));
+    metrics_.target_busy_fraction.set(std::min(1.0, recent_target_busy_ / recent_step_seconds_));
+  }
   const uint64_t preemptions = engine_.preemptions();
   metrics_.num_preemptions.inc(static_cast<double>(preemptions - preemptions_seen_));
   preemptions_seen_ = preemptions;

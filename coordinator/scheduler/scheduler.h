@@ -103,6 +103,8 @@ class Scheduler {
   // Engine thread only.
   std::map<SessionKey, std::unique_ptr<Active>> active_;
   uint64_t preemptions_seen_ = 0;
+  // Exponentially weighted sums of recent steps' seconds (busy fractions).
+  double recent_step_seconds_ = 0, recent_draft_busy_ = 0, recent_target_busy_ = 0;
   double beta_sum_ = 0, beta_count_ = 0;  // over finished sessions, for the α gauge
   std::thread thread_;
 };

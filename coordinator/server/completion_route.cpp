@@ -109,6 +109,7 @@ CompletionJob ApiService::make_job(const api::CompletionRequest& request,
   // γ = 0 is plain decoding: no drafter at all (not even its catch-up passes).
   if (!engine_request.gamma.automatic && engine_request.gamma.gamma == 0) drafter = "none";
   engine_request.drafter = drafter;
+  engine_request.pipeline = choice.pipeline;
   job.gamma_policy = gamma_policy_name(engine_request.gamma, drafter);
   job.stop_strings = request.stop;
   job.received = SteadyClock::now();

@@ -141,6 +141,7 @@ void ServerApp::start() {
   limits.step_token_budget = config.scheduler.step_token_budget;
   parts.engine = std::make_unique<SpeculativeEngine>(
       parts.target.config, *parts.target.cache, *parts.target_executor, drafters, limits);
+  parts.engine->set_pipeline(config.speculation.pipeline);
   parts.engine->calibrate();
 
   const Tokenizer& tokenizer = *parts.target.tokenizer;
@@ -201,8 +202,11 @@ void ServerApp::load_models() {
       parts.model_drafter = std::make_unique<RemoteDrafter>(*cluster_);
       parts.draft.reset();  // its KV lives on the draft rank
     } else {
-      parts.model_drafter =
-          std::make_unique<ModelDrafter>(*parts.draft->model, *parts.draft->cache);
+      auto drafter = std::make_unique<ModelDrafter>(*parts.draft->model, *parts.draft->cache);
+      // A draft on a GPU of its own drafts on its own thread while the
+      // target verifies; on the target's device the two would take turns.
+      drafter->run_apart(parts.draft_backend != nullptr);
+      parts.model_drafter = std::move(drafter);
     }
   }
   parts.ngram_drafter =
@@ -219,9 +223,14 @@ void ServerApp::load_models() {
                                                "send its q rows"));
     };
   }
-  parts.target_executor = std::make_unique<TargetStepRunner>(
+  auto runner = std::make_unique<TargetStepRunner>(
       *parts.target.model, *parts.target.cache, TargetStepRunner::CacheMode::shared,
       std::move(draft_rank_rows));
+  if (remote_draft) {
+    static_cast<RemoteDrafter&>(*parts.model_drafter)
+        .set_q_rows_sink([&runner = *runner](wire::QRows rows) { runner.deliver_q_rows(std::move(rows)); });
+  }
+  parts.target_executor = std::move(runner);
 }
 
 void ServerApp::wait_for_workers() {

@@ -5,7 +5,11 @@
 # tensor-parallel over 1, 2 and 4 ranks with the draft on its own rank, and
 # from the two mixed placements: the draft on its own rank with the target
 # in the coordinator's process, and the draft in the coordinator's process
-# with the target over two ranks.
+# with the target over two ranks. And pipelined drafting does not change
+# them either: with the draft on its own rank drafting ahead of every block
+# under verification, or drafting one ping-pong group while the target
+# verifies the other (speculation.pipeline forced on), outputs are again the
+# single process's, which drafts in lockstep.
 # usage: run_cluster_outputs.sh TANDEM_BINARY SOURCE_DIR WORK_DIR
 set -euo pipefail
 tandem=$1 source=$2 work=$3
@@ -13,10 +17,16 @@ mkdir -p "$work"
 cd "$source"
 source "$source/tests/support/start_tandem_server.sh"
 
-snapshot() {  # snapshot NAME: serve, record every answer, stop with SIGTERM to rank 0
+snapshot() {  # snapshot NAME [SHAPE]: serve, record every answer, stop with SIGTERM to rank 0
   local log="$work/$1.log"
   start_tandem_server "$tandem" "$log"
   python3 "$source/tests/cluster/completions_snapshot.py" "$port" >"$work/$1.jsonl"
+  if [ -n "${2:-}" ]; then  # the steps really took that shape
+    local steps
+    steps=$(curl -s "localhost:$port/metrics" | sed -n "s/^tandem_pipeline_steps_total{shape=\"$2\"} //p")
+    echo "$1: $steps steps of shape $2"
+    [ "${steps%.*}" -gt 0 ] || { echo "$1: no $2 steps"; exit 1; }
+  fi
   stop_gracefully
   local status=0
   wait $pid || status=$?
@@ -24,11 +34,14 @@ snapshot() {  # snapshot NAME: serve, record every answer, stop with SIGTERM to 
   [ $status -eq 0 ] || { cat "$log"; echo "$1: exited $status after SIGTERM"; exit 1; }
 }
 
-# placement NAME DRAFT_RANK TARGET_RANKS: configs/cluster-cpu.yaml with them.
+# placement NAME DRAFT_RANK TARGET_RANKS [PIPELINE]: configs/cluster-cpu.yaml
+# with them (and speculation.pipeline, when given).
 placement() {
   sed -e "s/^  draft_rank: .*/  draft_rank: $2/" \
       -e "s/^  target_ranks: .*/  target_ranks: [$3]/" \
       -e "s/^  target_devices: .*/  target_devices: []/" \
+      -e "s/^  pipeline: .*/  pipeline: ${4:-auto}/" \
+      -e "s/^  ahead_min_hit_rate: .*/  ahead_min_hit_rate: 0/" \
       configs/cluster-cpu.yaml >"$work/$1.yaml"
 }
 
@@ -56,3 +69,8 @@ compare draft-apart
 placement target-apart 0 "1, 2"  # q rows travel inline from the coordinator
 TANDEM_CONFIG="$work/target-apart.yaml" TANDEM_RANKS=3 snapshot target-apart
 compare target-apart
+for pipeline in ahead pingpong; do  # coordinator 0, draft 1, target 2
+  placement "pipelined-$pipeline" 1 2 "$pipeline"
+  TANDEM_CONFIG="$work/pipelined-$pipeline.yaml" TANDEM_RANKS=3 snapshot "pipelined-$pipeline" "$pipeline"
+  compare "pipelined-$pipeline"
+done

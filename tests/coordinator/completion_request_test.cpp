@@ -172,6 +172,9 @@ TEST(CompletionRequest, AcceptsEveryFieldInItsValidForms) {
          EXPECT_FALSE(r.speculation.drafter.has_value());
        }},
       {with_prompt(R"("speculation": {"gamma": 64})"), [](auto& r) { EXPECT_EQ(r.speculation.gamma->gamma, 64); }},
+      {with_prompt(R"("speculation": {"pipeline": false})"),
+       [](auto& r) { EXPECT_FALSE(r.speculation.pipeline); }},
+      {with_prompt(R"("speculation": {"gamma": 2})"), [](auto& r) { EXPECT_TRUE(r.speculation.pipeline); }},
       {with_prompt(R"("speculation": {"drafter": "none"})"),
        [](auto& r) {
          EXPECT_EQ(r.speculation.drafter, DrafterChoice::none);
@@ -316,6 +319,7 @@ TEST(CompletionRequest, RefusesBadSpeculationNamingTheInnerField) {
       {with_prompt(R"("speculation": {"gamma": true})"), 400, "speculation.gamma", "an integer or \"auto\""},
       {with_prompt(R"("speculation": {"drafter": "eagle"})"), 400, "speculation.drafter", "\"ngram\""},
       {with_prompt(R"("speculation": {"drafter": 1})"), 400, "speculation.drafter", "expected a string"},
+      {with_prompt(R"("speculation": {"pipeline": "on"})"), 400, "speculation.pipeline", "a boolean"},
       {with_prompt(R"("speculation": {"drafter": "none", "gamma": 4})"), 400, "speculation.gamma",
        "drafter \"none\""},
       {with_prompt(R"("speculation": {"drafter": "none", "gamma": "auto"})"), 400, "speculation.gamma",

@@ -110,6 +110,27 @@ TEST(SpeculationDelta, SubtractsTheScrapeBeforeFromTheOneAfter) {
   EXPECT_DOUBLE_EQ(delta.tokens_per_target_step(), 250.0 / 50.0);
 }
 
+TEST(SpeculationDelta, PipeliningFiguresComeFromTheirCounters) {
+  // As the server writes them (labels included), in one parse of a page.
+  const auto page = [](double step, double busy, double target, double hits, double misses,
+                       double ahead_steps) {
+    return "tandem_engine_step_seconds_total " + std::to_string(step) +
+           "\ntandem_draft_busy_seconds_total " + std::to_string(busy) +
+           "\ntandem_target_seconds_total " + std::to_string(target) +
+           "\ntandem_draft_ahead_total{result=\"hit\"} " + std::to_string(hits) +
+           "\ntandem_draft_ahead_total{result=\"miss\"} " + std::to_string(misses) +
+           "\ntandem_pipeline_steps_total{shape=\"plain\"} 7" +
+           "\ntandem_pipeline_steps_total{shape=\"ahead\"} " + std::to_string(ahead_steps) +
+           "\ntandem_pipeline_steps_total{shape=\"pingpong\"} 2\n";
+  };
+  const SpeculationDelta delta = speculation_delta(parse_prometheus(page(1, 0.5, 0.5, 1, 1, 3)),
+                                                   parse_prometheus(page(11, 4.5, 8.5, 7, 3, 13)));
+  EXPECT_DOUBLE_EQ(delta.draft_busy_fraction(), 4.0 / 10.0);
+  EXPECT_DOUBLE_EQ(delta.target_busy_fraction(), 8.0 / 10.0);
+  EXPECT_DOUBLE_EQ(delta.ahead_hit_rate(), 6.0 / 8.0);
+  EXPECT_DOUBLE_EQ(delta.pipelined_steps, 10);  // ahead 3 -> 13, ping-pong unchanged
+}
+
 TEST(SpeculationDelta, PeerServerWithoutTheCountersGivesZeros) {
   const std::map<std::string, double> peer = {{"vllm:generation_tokens_total", 500}};
   const SpeculationDelta delta = speculation_delta(peer, peer);

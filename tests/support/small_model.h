@@ -2,6 +2,10 @@
 // 2 KV heads, so GQA is always exercised), in one place.
 #pragma once
 
+#include "kernels/backend.h"
+#include "workers/kv_cache.h"
+#include "workers/llama_model.h"
+#include "workers/llama_weights.h"
 #include "workers/model_config.h"
 
 namespace tandem::test_support {
@@ -19,5 +23,16 @@ inline ModelConfig small_llama(int hidden, int layers, int vocab, int max_positi
   c.max_position_embeddings = max_positions;
   return c;
 }
+
+// A model of random (dummy) weights with its own paged KV cache: exactness,
+// not realism, is what the tests that use it check.
+struct RandomModel {
+  RandomModel(Backend& backend, const ModelConfig& config, uint64_t seed, int blocks = 256,
+              int block_size = 8)
+      : cache(config, blocks, block_size, backend),
+        model(config, make_dummy_weights(config, seed, backend), backend) {}
+  PagedKvCache cache;
+  LlamaModel model;
+};
 
 }  // namespace tandem::test_support

@@ -55,7 +55,7 @@ TEST(MessagesCorrupt, OtherVersionNamesBothVersions) {
   for (const auto& sample : encoded_samples()) {
     Bytes bytes = sample.bytes;
     bytes[4] = std::byte{7};
-    expect_corrupt([&] { sample.decode(bytes); }, {sample.name, "version 7", "version 1"});
+    expect_corrupt([&] { sample.decode(bytes); }, {sample.name, "version 7", "version " + std::to_string(kFormatVersion)});
   }
 }
 
@@ -123,9 +123,18 @@ TEST(MessagesCorrupt, TargetStepQSourceOutOfRange) {
   TargetStep message;
   message.sequences.emplace_back();
   Bytes bytes = encode(message);
-  // q_source is the byte before the q count, the released count and the end.
-  bytes[bytes.size() - 9] = std::byte{3};
+  // q_source is the byte before the q count (4), q_step (8), q_first_row
+  // (4) and the released count (4).
+  bytes[bytes.size() - 21] = std::byte{3};
   expect_corrupt([&] { decode_target_step(bytes); }, {"TargetStep", "sequences.q_source"});
+}
+
+TEST(MessagesCorrupt, TargetStepQFirstRowMustNotBeNegative) {
+  TargetStep message;
+  message.sequences.emplace_back();
+  message.sequences[0].q_first_row = -1;
+  expect_corrupt([&] { decode_target_step(encode(message)); },
+                 {"TargetStep", "sequences.q_first_row"});
 }
 
 TEST(MessagesCorrupt, TargetStepBlockMustFitItsTokens) {

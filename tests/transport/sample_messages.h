@@ -71,6 +71,8 @@ inline wire::TargetStep sample_target_step() {
   from_draft_rank.seq = 4;
   from_draft_rank.q_source = wire::QSource::draft_rank;
   from_draft_rank.q.clear();
+  from_draft_rank.q_step = (1ULL << 40) + 3;
+  from_draft_rank.q_first_row = 1;
   message.sequences.push_back(from_draft_rank);
 
   message.released = {-7, 8};

@@ -28,12 +28,9 @@ ModelConfig config_of(int hidden, int layers) {
 }
 
 // A random model with a cache of `blocks` blocks of kBlockSize positions.
-struct Model {
-  Model(Backend& backend, ModelConfig config, uint64_t seed, int blocks)
-      : cache(config, blocks, kBlockSize, backend),
-        model(config, make_dummy_weights(config, seed, backend), backend) {}
-  PagedKvCache cache;
-  LlamaModel model;
+struct Model : test_support::RandomModel {
+  Model(Backend& backend, const ModelConfig& config, uint64_t seed, int blocks)
+      : RandomModel(backend, config, seed, blocks, kBlockSize) {}
 };
 
 // A target and a draft model on one backend; more target caches on demand.

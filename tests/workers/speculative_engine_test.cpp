@@ -20,13 +20,7 @@ ModelConfig config_of(int hidden, int layers) {
   return test_support::small_llama(hidden, layers, 96, 256);
 }
 
-// A random model and its own cache: exactness, not realism, is under test.
-struct Model {
-  Model(Backend& backend, ModelConfig config, uint64_t seed)
-      : cache(config, 256, 8, backend), model(config, make_dummy_weights(config, seed, backend), backend) {}
-  PagedKvCache cache;
-  LlamaModel model;
-};
+using Model = test_support::RandomModel;
 
 class SpeculativeEngineTest : public ::testing::TestWithParam<BackendKind> {
  protected:

@@ -94,6 +94,9 @@ std::map<std::string, double> parse_prometheus(std::string_view text) {
 double SpeculationDelta::acceptance_rate() const { return ratio(accepted_tokens, draft_tokens); }
 double SpeculationDelta::accepted_per_draft() const { return ratio(accepted_tokens, drafts); }
 double SpeculationDelta::tokens_per_target_step() const { return ratio(generation_tokens, target_steps); }
+double SpeculationDelta::draft_busy_fraction() const { return ratio(draft_busy_seconds, step_seconds); }
+double SpeculationDelta::target_busy_fraction() const { return ratio(target_seconds, step_seconds); }
+double SpeculationDelta::ahead_hit_rate() const { return ratio(ahead_hits, ahead_hits + ahead_misses); }
 
 SpeculationDelta speculation_delta(const std::map<std::string, double>& before,
                                    const std::map<std::string, double>& after) {
@@ -103,6 +106,14 @@ SpeculationDelta speculation_delta(const std::map<std::string, double>& before,
   delta.accepted_tokens = counter_increase(before, after, "tandem_spec_decode_num_accepted_tokens_total");
   delta.target_steps = counter_increase(before, after, "tandem_target_steps_total");
   delta.generation_tokens = counter_increase(before, after, "tandem_generation_tokens_total");
+  delta.step_seconds = counter_increase(before, after, "tandem_engine_step_seconds_total");
+  delta.draft_busy_seconds = counter_increase(before, after, "tandem_draft_busy_seconds_total");
+  delta.target_seconds = counter_increase(before, after, "tandem_target_seconds_total");
+  delta.ahead_hits = counter_increase(before, after, "tandem_draft_ahead_total{result=\"hit\"}");
+  delta.ahead_misses = counter_increase(before, after, "tandem_draft_ahead_total{result=\"miss\"}");
+  delta.pipelined_steps =
+      counter_increase(before, after, "tandem_pipeline_steps_total{shape=\"ahead\"}") +
+      counter_increase(before, after, "tandem_pipeline_steps_total{shape=\"pingpong\"}");
   return delta;
 }
 

@@ -28,12 +28,22 @@ struct SpeculationDelta {
   double accepted_tokens = 0;    // tandem_spec_decode_num_accepted_tokens_total
   double target_steps = 0;       // tandem_target_steps_total
   double generation_tokens = 0;  // tandem_generation_tokens_total
+  // Pipelined drafting (where each side's time went).
+  double step_seconds = 0;        // tandem_engine_step_seconds_total
+  double draft_busy_seconds = 0;  // tandem_draft_busy_seconds_total
+  double target_seconds = 0;      // tandem_target_seconds_total
+  double ahead_hits = 0;          // tandem_draft_ahead_total{result="hit"}
+  double ahead_misses = 0;        // tandem_draft_ahead_total{result="miss"}
+  double pipelined_steps = 0;     // tandem_pipeline_steps_total{shape="ahead" or "pingpong"}
 
   // Each ratio is 0 when its denominator is: a run without drafts has no
   // acceptance to report.
   double acceptance_rate() const;         // accepted / draft tokens
   double accepted_per_draft() const;      // accepted tokens / drafts
   double tokens_per_target_step() const;  // generation tokens / target steps
+  double draft_busy_fraction() const;     // draft busy / step seconds
+  double target_busy_fraction() const;    // target seconds / step seconds
+  double ahead_hit_rate() const;          // hits / (hits + misses)
 };
 
 // after - before for each counter; a counter missing from a scrape counts as

@@ -14,12 +14,9 @@
 
 #include "kernels/backend.h"
 #include "transport/messages.h"
+#include "workers/speculation/q_rows_inbox.h"
 
 namespace tandem {
-
-// Waits for this step's q rows from the draft rank; called once, and only
-// when a sampled block's rows are there (q_source draft_rank).
-using QRowsSource = std::function<wire::QRows()>;
 
 // Backend memory verification reuses from step to step, grown as needed:
 // the standardized p rows, and the q rows uploaded from the step (on a GPU
@@ -29,11 +26,12 @@ struct VerifyScratch {
   Buffer q;
 };
 
-// outcomes: one per sequence with verify set, in step order. A block whose
-// rows are missing (no source, or not in its QRows) is an Error(internal)
-// naming its session.
+// outcomes: one per sequence with verify set, in step order. Rows with
+// q_source draft_rank come from draft_rank_rows; a block whose rows are
+// missing (no inbox, or not in its QRows) is an Error(internal) naming its
+// session.
 void verify_blocks(Backend& backend, int V, const float* logits, const wire::TargetStep& step,
-                   const QRowsSource& fetch_q_rows, VerifyScratch& scratch,
+                   QRowsInbox* draft_rank_rows, VerifyScratch& scratch,
                    std::vector<wire::TargetResult::Outcome>& outcomes);
 
 }  // namespace tandem

@@ -35,8 +35,11 @@ struct DraftProposal {
   // the drafter is deterministic (q one-hot at x_j) or the session is greedy.
   std::vector<float> q;
   // The rows exist but went from the draft rank straight to target rank 0
-  // (a drafter on its own rank); q stays empty here.
+  // (a drafter on its own rank); q stays empty here. They are rows
+  // q_first_row.. of that rank's QRows for draft step q_step.
   bool q_at_draft_rank = false;
+  uint64_t q_step = 0;
+  int q_first_row = 0;
 };
 
 class Drafter {
@@ -45,9 +48,27 @@ class Drafter {
   virtual std::string name() const = 0;
   // Proposals for every request at once (batched); proposals[i] answers
   // requests[i]. Randomness: x_j at absolute position p is drawn with
-  // philox_uniform(seed, p, draft_sample).
+  // philox_uniform(seed, p, draft_sample). A request's tokens may run past
+  // the committed text (drafting ahead of a block under verification): the
+  // drafter keeps what it fed until commit() says how much of it stands.
   virtual void propose(std::span<const DraftRequest> requests,
                        std::vector<DraftProposal>& proposals) = 0;
+
+  // Pipelined drafting: begin_propose() starts a propose() and
+  // finish_propose() returns its proposals. A drafter that can work apart
+  // from the engine thread (a draft rank, a draft GPU of its own) returns
+  // from begin_propose() at once and says so with overlaps(); the engine
+  // then runs a target pass in between. Between the two calls the engine
+  // calls nothing else on the drafter, and keeps the requests' tokens alive.
+  // The default runs propose() inside begin_propose().
+  virtual bool overlaps() const { return false; }
+  virtual void begin_propose(std::span<const DraftRequest> requests) {
+    propose(requests, pending_);
+  }
+  virtual void finish_propose(std::vector<DraftProposal>& proposals) {
+    proposals = std::move(pending_);
+    pending_.clear();
+  }
   // The session's committed sequence is now `length` tokens long (what was
   // proposed beyond the accepted prefix is gone).
   virtual void commit(SessionKey session, int length) = 0;
@@ -55,6 +76,9 @@ class Drafter {
   virtual void release(SessionKey session) = 0;
   // Seconds of the last propose() call, for the cost ratio c.
   virtual double last_seconds() const = 0;
+
+ private:
+  std::vector<DraftProposal> pending_;  // the default begin/finish
 };
 
 // Plain decoding: proposes nothing, so every step is one target token.

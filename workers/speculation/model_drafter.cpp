@@ -15,6 +15,7 @@ ModelDrafter::ModelDrafter(LlamaModel& model, PagedKvCache& cache)
       probs_(model.backend().allocate(static_cast<size_t>(model.config().vocab_size))) {}
 
 ModelDrafter::~ModelDrafter() {
+  if (apart_work_.valid()) apart_work_.wait();  // a draft still running on its thread
   for (const auto& [session, seq] : sequences_) cache_.release(seq);
 }
 
@@ -89,6 +90,19 @@ void ModelDrafter::propose(std::span<const DraftRequest> requests,
   }
   last_seconds_ =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+}
+
+void ModelDrafter::begin_propose(std::span<const DraftRequest> requests) {
+  if (!apart_) return Drafter::begin_propose(requests);
+  apart_requests_.assign(requests.begin(), requests.end());
+  apart_work_ = std::async(std::launch::async, [this] { propose(apart_requests_, apart_proposals_); });
+}
+
+void ModelDrafter::finish_propose(std::vector<DraftProposal>& proposals) {
+  if (!apart_) return Drafter::finish_propose(proposals);
+  apart_work_.get();  // rethrows what the drafting thread threw
+  proposals = std::move(apart_proposals_);
+  apart_proposals_.clear();
 }
 
 void ModelDrafter::commit(SessionKey session, int length) {

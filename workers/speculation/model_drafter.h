@@ -4,6 +4,7 @@
 // further token for the sessions that still want one.
 #pragma once
 
+#include <future>
 #include <unordered_map>
 
 #include "workers/kv_cache.h"
@@ -26,6 +27,15 @@ class ModelDrafter final : public Drafter {
   double last_seconds() const override { return last_seconds_; }
   int last_passes() const { return last_passes_; }
 
+  // Pipelined drafting on a thread of its own, for a draft whose device is
+  // not the target's (a GPU of its own): begin_propose() returns at once.
+  // Off by default: on the target's own CPU cores the two would only take
+  // turns.
+  void run_apart(bool apart) { apart_ = apart; }
+  bool overlaps() const override { return apart_; }
+  void begin_propose(std::span<const DraftRequest> requests) override;
+  void finish_propose(std::vector<DraftProposal>& proposals) override;
+
  private:
   SequenceId sequence_for(SessionKey session);
 
@@ -35,6 +45,10 @@ class ModelDrafter final : public Drafter {
   Buffer probs_;  // (V) one standardized row at a time
   double last_seconds_ = 0;
   int last_passes_ = 0;
+  bool apart_ = false;
+  std::vector<DraftRequest> apart_requests_;  // what the thread drafts for
+  std::vector<DraftProposal> apart_proposals_;
+  std::future<void> apart_work_;
 };
 
 }  // namespace tandem

@@ -163,6 +163,7 @@ void SpeculativeEngine::admit() {
 void SpeculativeEngine::release_kv(Session& s) {
   if (s.seq != 0) release_sequence(s.seq);
   s.seq = 0;
+  s.ready.reset();  // drafted from KV that is gone
   drafters_[s.drafter].drafter->release(s.key);
 }
 

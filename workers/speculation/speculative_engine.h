@@ -65,6 +65,7 @@
 #include "workers/llama_model.h"
 #include "workers/speculation/drafter.h"
 #include "workers/speculation/gamma_policy.h"
+#include "workers/speculation/pipeline_policy.h"
 #include "workers/speculation/speculation_guard.h"
 #include "workers/speculation/target_cost_model.h"
 #include "workers/speculation/target_executor.h"
@@ -79,6 +80,7 @@ struct SpeculationRequest {
   GammaPolicy gamma;
   float lenience = 1.0f;  // 1 = lossless; anything else is reported as lossy
   std::string drafter;    // a drafter's name(); empty = the engine's first drafter
+  bool pipeline = true;   // may be drafted ahead or apart (false: lockstep, for comparisons)
 };
 
 // Per-session speculation statistics (what `usage.speculation` reports).
@@ -93,6 +95,8 @@ struct SpeculationStats {
   int last_gamma = 0;
   int prefill_tokens = 0;    // committed tokens fed before verifying (re-prefills included)
   int preemptions = 0;       // times this session was preempted
+  int ahead_drafts = 0;      // blocks drafted ahead of a block under verification
+  int ahead_hits = 0;        // of those, verified without drafting again
 
   double alpha() const { return beta_count ? beta_sum / beta_count : 0.0; }
 };
@@ -134,6 +138,15 @@ struct StepReport {
   double draft_seconds = 0;   // all drafters' propose() calls
   int preempted = 0;          // sessions preempted this step
   double mean_gamma = 0;      // over the sessions that verified
+  // Pipelined drafting (pipeline_policy.h).
+  StepShape shape = StepShape::plain;
+  double step_seconds = 0;        // the whole step, wall time
+  double draft_busy_seconds = 0;  // drafting done in the step, overlapped or not
+  double draft_wait_seconds = 0;  // of the step, the engine waiting for drafts
+  int apart_sessions = 0;         // ping-pong: sessions drafted while the target verified others
+  int ahead_drafts = 0;           // blocks drafted ahead during the target pass
+  int ahead_hits = 0;             // ready blocks from earlier ahead drafts used this step
+  int ahead_misses = 0;           // ahead drafts dropped this step
 };
 
 class SpeculativeEngine {
@@ -196,6 +209,11 @@ class SpeculativeEngine {
   double cost_ratio(const std::string& drafter) const;
   std::vector<std::string> drafter_names() const;
 
+  // Pipelined drafting (pipeline_policy.h): automatic by default; it only
+  // acts when the default drafter overlaps() with target passes.
+  void set_pipeline(PipelinePolicy policy) { pipeline_ = policy; }
+  const PipelinePolicy& pipeline() const { return pipeline_; }
+
  private:
   struct Session;
   struct DrafterSlot {
@@ -205,6 +223,10 @@ class SpeculativeEngine {
     // (the same bucketed model as the target's): c at batch B is
     // D(B_d) / T(B), B_d the running sessions that use this drafter.
     TargetCostModel pass_cost;
+    // Seconds of drafting ahead (a whole call) by sessions, as the drafter
+    // measured it: what a pipelined step hides behind the target pass.
+    TargetCostModel ahead_cost;
+    int plain_steps_since_ahead = 0;  // for the probe (pipeline_policy.h)
     double cost_ratio = 0;  // c at the last step's batch (reported)
   };
   struct StepPlan;
@@ -219,6 +241,16 @@ class SpeculativeEngine {
   void reserve(StepPlan& plan);
   StepPlan plan_step();
   void draft(StepPlan& plan);
+  // The shape of this step (pipeline_policy.h) from the measured costs.
+  StepShape choose_shape();
+  // Sessions that draft apart in a ping-pong step instead of verifying.
+  std::vector<Session*> choose_apart(const std::vector<Session*>& candidates, int ready) const;
+  // Pipelined drafting around the target pass: begin before it, finish after.
+  void begin_pipelined_drafts(StepPlan& plan);
+  void finish_pipelined_drafts(StepPlan& plan);
+  // After commit: keeps ahead drafts whose guess came true and the apart
+  // drafts as the sessions' ready blocks.
+  void keep_ready_blocks(StepPlan& plan);
   // Feeds every planned session to one target pass, which verifies the
   // blocks (outcomes and β statistics). False when nothing was fed.
   bool run_target(StepPlan& plan);
@@ -266,6 +298,7 @@ class SpeculativeEngine {
   uint64_t preemptions_ = 0;
   TargetCostModel cost_model_;
   SpeculationGuard guard_;  // measured drafting vs plain throughput per batch size
+  PipelinePolicy pipeline_;
   StepReport last_step_;
 };
 

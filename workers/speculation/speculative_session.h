@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <vector>
 
 #include "workers/speculation/speculative_engine.h"
@@ -26,6 +27,14 @@ struct SpeculativeEngine::Session {
   SpeculationResult result;
   int steps_at_zero_gamma = 0;  // verifying steps whose automatic γ was 0 since the last probe
   int probe_interval = 0;       // steps at γ = 0 between probes (0: the first interval)
+  // A block drafted while the target was busy (ahead of a block that was
+  // then accepted whole, or apart in a ping-pong step), verified next
+  // without drafting. Valid while the committed text is `length` long.
+  struct ReadyBlock {
+    size_t length = 0;
+    DraftProposal proposal;
+  };
+  std::optional<ReadyBlock> ready;
 
   int generated() const { return static_cast<int>(tokens.size()) - prompt_length; }
 };

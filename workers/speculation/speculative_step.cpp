@@ -10,15 +10,10 @@
 #include "common/error.h"
 #include "workers/speculation/speculative_engine.h"
 #include "workers/speculation/speculative_session.h"
-#include "workers/speculation/step_scheduling.h"
+#include "workers/speculation/speculative_step_plan.h"
 
 namespace tandem {
 namespace {
-
-using Clock = std::chrono::steady_clock;
-double seconds_since(Clock::time_point start) {
-  return std::chrono::duration<double>(Clock::now() - start).count();
-}
 
 // Sessions whose best γ is 0 still draft one token after this many verifying
 // steps, so that their α estimate can recover if the text becomes
@@ -36,33 +31,6 @@ wire::QSource q_source_of(const DraftProposal& proposal) {
 }
 
 }  // namespace
-
-// The step being built: each running session's part, then what the step
-// measured.
-struct SpeculativeEngine::StepPlan {
-  struct Entry {
-    Session* session = nullptr;
-    ChunkPlan chunk;          // committed tokens fed; whether it verifies
-    int gamma = 0;            // drafts wanted when it verifies
-    bool policy_zero = false;  // the automatic policy said 0 (probe bookkeeping)
-    bool probe = false;        // drafting one token only to re-measure α
-    bool dropped = false;     // preempted or ended while reserving
-    DraftProposal proposal;
-    int start = 0;              // its cached target positions before the pass
-    std::vector<int32_t> feed;  // committed tokens fed, then the drafts
-    int first_row = -1;         // its first logits row, -1 when it does not verify
-    VerifyOutcome outcome;      // n accepted and the target's token, when it verifies
-  };
-  std::vector<Entry> entries;  // admission order, oldest first
-  int batch = 0;               // B: running sessions when planned
-  std::vector<double> v;       // v[k] = v(B, k) for k up to the longest block wanted
-  std::vector<double> draft_seconds;  // per drafter
-  std::vector<int> draft_passes;      // per drafter
-  std::vector<int> draft_sessions;    // per drafter: sessions it drafted for
-  int rows = 0;                       // R: logits rows of the target pass
-  Clock::time_point start;            // when the target pass began
-  double target_seconds = 0;          // the forward pass alone
-};
 
 double SpeculativeEngine::drafter_cost(const DrafterSlot& slot, int drafting, int batch) const {
   const double draft_pass = slot.pass_cost.seconds(drafting);
@@ -108,15 +76,49 @@ SpeculativeEngine::StepPlan SpeculativeEngine::plan_step() {
     if (users[d] > 0) drafters_[d].cost_ratio = c[d];
   }
   const bool allow_drafting = guard_.allow_drafting(plan.batch);
+  plan.shape = choose_shape();
+
+  // A ready block stands while the committed text has not moved.
+  int ready = 0;
+  for (Session* s : running_) {
+    if (s->ready && s->ready->length != s->tokens.size()) s->ready.reset();
+    if (s->ready) ++ready;
+  }
+  if (plan.shape == StepShape::pingpong) {
+    std::vector<Session*> candidates;  // decoding, nothing ready, a drafter that overlaps
+    std::vector<int> gammas;
+    for (Session* s : running_) {
+      if (!s->verified_since_admission || s->ready || !s->request.pipeline ||
+          !drafters_[s->drafter].drafter->overlaps())
+        continue;
+      const GammaChoice choice = choose_gamma(*s, v, c[s->drafter], allow_drafting);
+      if (choice.gamma == 0 || choice.probe) continue;
+      candidates.push_back(s);
+      gammas.push_back(choice.gamma);
+    }
+    plan.apart = choose_apart(candidates, ready);
+    for (Session* s : plan.apart) {
+      const auto at = std::find(candidates.begin(), candidates.end(), s) - candidates.begin();
+      plan.apart_gamma.push_back(gammas[static_cast<size_t>(at)]);
+    }
+  }
 
   std::vector<ChunkRequest> requests;
   for (Session* s : running_) {
+    if (std::find(plan.apart.begin(), plan.apart.end(), s) != plan.apart.end()) continue;
     StepPlan::Entry entry;
     entry.session = s;
-    const GammaChoice choice = choose_gamma(*s, v, c[s->drafter], allow_drafting);
-    entry.gamma = choice.gamma;
-    entry.policy_zero = choice.policy_zero;
-    entry.probe = choice.probe;
+    if (s->ready) {
+      // Drafted in an earlier step, under the same caps (it was the γ its
+      // policy chose then): verified as it is.
+      entry.gamma = static_cast<int>(s->ready->proposal.tokens.size());
+      entry.from_ready = true;
+    } else {
+      const GammaChoice choice = choose_gamma(*s, v, c[s->drafter], allow_drafting);
+      entry.gamma = choice.gamma;
+      entry.policy_zero = choice.policy_zero;
+      entry.probe = choice.probe;
+    }
     plan.entries.push_back(std::move(entry));
     requests.push_back({static_cast<int>(s->tokens.size()) - cache_.length(s->seq),
                         plan.entries.back().gamma});
@@ -156,6 +158,8 @@ void SpeculativeEngine::reserve(StepPlan& plan) {
       // was, in effect, what the cache can hold.
       if (e.chunk.verifies && e.gamma > 0) {
         e.gamma = 0;
+        e.from_ready = false;
+        s.ready.reset();
         continue;
       }
       e.dropped = true;
@@ -173,15 +177,22 @@ void SpeculativeEngine::draft(StepPlan& plan) {
     std::vector<DraftRequest> requests;
     std::vector<StepPlan::Entry*> askers;
     for (StepPlan::Entry& e : plan.entries) {
-      const Session& s = *e.session;
+      Session& s = *e.session;
       if (e.dropped || !e.chunk.verifies || e.gamma == 0 || s.drafter != d) continue;
+      if (e.from_ready && s.ready) {
+        e.proposal = std::move(s.ready->proposal);
+        s.ready.reset();
+        continue;
+      }
       requests.push_back({s.key, s.tokens, e.gamma, s.request.sampling});
       askers.push_back(&e);
     }
     if (requests.empty()) continue;
     plan.draft_sessions[d] = static_cast<int>(requests.size());
     std::vector<DraftProposal> proposals;
+    const auto start = Clock::now();
     drafters_[d].drafter->propose(requests, proposals);
+    last_step_.draft_wait_seconds += seconds_since(start);
     plan.draft_seconds[d] = drafters_[d].drafter->last_seconds();
     for (size_t r = 0; r < requests.size(); ++r) {
       askers[r]->proposal = std::move(proposals[r]);
@@ -244,6 +255,8 @@ bool SpeculativeEngine::run_target(StepPlan& plan) {
       sequence.session = s.key;
       sequence.q_source = q_source_of(e.proposal);
       sequence.q = std::move(e.proposal.q);
+      sequence.q_step = e.proposal.q_step;
+      sequence.q_first_row = e.proposal.q_first_row;
       e.first_row = plan.rows;
       plan.rows += sequence.logit_count;
     }
@@ -325,6 +338,7 @@ void SpeculativeEngine::record_costs(const StepPlan& plan) {
   // Until a drafter has drafted once, its c is 0: speculation is tried.
   for (size_t d = 0; d < drafters_.size(); ++d) {
     last_step_.draft_seconds += plan.draft_seconds[d];
+    last_step_.draft_busy_seconds += plan.draft_seconds[d];
     if (plan.draft_passes[d] == 0) continue;
     DrafterSlot& slot = drafters_[d];
     const double per_pass = plan.draft_seconds[d] / plan.draft_passes[d];
@@ -340,9 +354,26 @@ void SpeculativeEngine::step() {
   StepPlan plan = plan_step();
   reserve(plan);
   draft(plan);
-  if (run_target(plan)) commit_and_report(plan);
+  begin_pipelined_drafts(plan);  // runs during the target pass where it can
+  bool ran = false;
+  try {
+    ran = run_target(plan);
+  } catch (...) {
+    // Collect what is in flight, so a drafter is never left between begin
+    // and finish; the target's failure is the one to report.
+    try {
+      finish_pipelined_drafts(plan);
+    } catch (...) {
+    }
+    throw;
+  }
+  finish_pipelined_drafts(plan);
+  if (ran) commit_and_report(plan);
+  keep_ready_blocks(plan);
   record_costs(plan);
-  record_throughput(plan, seconds_since(start));
+  last_step_.shape = plan.shape;
+  last_step_.step_seconds = seconds_since(start);
+  record_throughput(plan, last_step_.step_seconds);
 }
 
 void SpeculativeEngine::record_throughput(const StepPlan& plan, double seconds) {

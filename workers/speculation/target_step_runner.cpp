@@ -1,5 +1,6 @@
 #include "workers/speculation/target_step_runner.h"
 
+#include <algorithm>
 #include <chrono>
 #include <string>
 
@@ -9,7 +10,9 @@ namespace tandem {
 
 TargetStepRunner::TargetStepRunner(LlamaModel& model, PagedKvCache& cache, CacheMode mode,
                                    QRowsSource q_rows)
-    : model_(model), cache_(cache), mode_(mode), q_rows_(std::move(q_rows)) {}
+    : model_(model), cache_(cache), mode_(mode) {
+  if (q_rows) q_rows_.emplace(std::move(q_rows));
+}
 
 void TargetStepRunner::replay(const wire::TargetStep& step) {
   for (int64_t seq : step.released) {
@@ -56,8 +59,16 @@ void TargetStepRunner::run(wire::TargetStep& step, wire::TargetResult& result) {
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   result.communication_seconds = model_.communication_seconds();
   if (logits == nullptr) return;  // a shard other than target rank 0
-  verify_blocks(model_.backend(), model_.config().vocab_size, logits, step, q_rows_, verify_scratch_,
-                result.outcomes);
+  verify_blocks(model_.backend(), model_.config().vocab_size, logits, step,
+                q_rows_ ? &*q_rows_ : nullptr, verify_scratch_, result.outcomes);
+  if (q_rows_) {
+    // Rows of draft steps up to the newest this step named are used or
+    // belong to blocks that will never be verified.
+    uint64_t newest = 0;
+    for (const wire::TargetStep::Sequence& s : step.sequences)
+      if (s.q_source == wire::QSource::draft_rank) newest = std::max(newest, s.q_step);
+    if (newest > 0) q_rows_->drop_through(newest);
+  }
 }
 
 }  // namespace tandem

@@ -13,6 +13,7 @@
 // rank); other shards return an empty result.
 #pragma once
 
+#include <optional>
 #include <unordered_map>
 
 #include "workers/kv_cache.h"
@@ -32,6 +33,13 @@ class TargetStepRunner final : public TargetExecutor {
 
   void run(wire::TargetStep& step, wire::TargetResult& result) override;
 
+  // Target rank 0 between steps: q rows the draft rank sent ahead of need.
+  void deliver_q_rows(wire::QRows message) {
+    if (q_rows_) q_rows_->deliver(std::move(message));
+  }
+  // Draft steps whose q rows are held (tests check that unused ones go).
+  size_t held_q_rows() const { return q_rows_ ? q_rows_->held() : 0; }
+
   // Mirrored sequences alive now (tests check that releases are replayed).
   size_t mirrored_sequences() const { return mirror_.size(); }
 
@@ -42,7 +50,7 @@ class TargetStepRunner final : public TargetExecutor {
   LlamaModel& model_;
   PagedKvCache& cache_;
   CacheMode mode_;
-  QRowsSource q_rows_;
+  std::optional<QRowsInbox> q_rows_;  // when the draft has its own rank
   std::unordered_map<int64_t, SequenceId> mirror_;  // coordinator's id → local id
   VerifyScratch verify_scratch_;
 };

@@ -1,0 +1,31 @@
+// The sessions `tandem bench batching` and `bench pipeline` decode: a few
+// English openings (the tiny models' kind of text), cycled over the batch.
+#pragma once
+
+#include <iterator>
+
+#include "coordinator/cli/model_options.h"
+#include "workers/speculation/speculative_engine.h"
+
+namespace tandem::cli {
+
+inline constexpr const char* kBenchPrompts[] = {
+    "The history of the city",      "In the morning, the committee",
+    "She looked at the letter and", "The results of the study show that",
+    "When the war was over, the",   "He said that the new law",
+    "The church stood on the hill", "After dinner we walked down to the",
+};
+
+// Session i of a batch: prompt i (cycled), max_tokens new tokens, seed i + 1.
+inline SpeculationRequest bench_session(const OpenModel& open, int i, int max_tokens,
+                                        float temperature, GammaPolicy gamma) {
+  SpeculationRequest request;
+  request.prompt = open.target.tokenizer->encode(kBenchPrompts[i % std::size(kBenchPrompts)]);
+  request.max_new_tokens = max_tokens;
+  request.sampling.temperature = temperature;
+  request.sampling.seed = static_cast<uint64_t>(i + 1);
+  request.gamma = gamma;
+  return request;
+}
+
+}  // namespace tandem::cli
