@@ -106,6 +106,9 @@ class Backend {
   // Returns once every op queued so far has finished (a no-op where ops run
   // synchronously): what timing a step must wait for.
   virtual void synchronize() {}
+  // Whether the ops read host memory as it is (the CPU backend), so host
+  // data an op needs can be passed without an upload.
+  virtual bool reads_host_memory() const { return false; }
   // The dtype weight matrices are stored in, and a buffer holding host's
   // values converted to it (round to nearest even). The CPU backend keeps
   // f32; the CUDA backend bf16 or f16, as it was made.

@@ -27,6 +27,7 @@ const float* f32_weights(WeightView w, const char* op) {
 class CpuBackend final : public Backend {
  public:
   BackendKind kind() const override { return BackendKind::cpu; }
+  bool reads_host_memory() const override { return true; }
 
   Buffer allocate(size_t count) override {
     if (count == 0) return Buffer();

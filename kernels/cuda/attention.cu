@@ -29,6 +29,7 @@
 
 #include "kernels/cuda/attention.h"
 #include "kernels/cuda/cuda_check.h"
+#include "kernels/cuda/device_math.cuh"
 
 namespace tandem::cuda {
 namespace {
@@ -46,17 +47,6 @@ constexpr int kAccPerThread = kHeadsPerBlock * kMaxHeadDim / kThreads;
 static_assert(kHeadsPerBlock % kWarps == 0, "each warp owns the same number of heads");
 static_assert(kMaxTileKeys <= 64, "the softmax step gives each lane at most two keys");
 static_assert(kTileFloats / kMaxHeadDim >= 1, "a tile holds at least one key of any D");
-
-__device__ float warp_sum(float x) {
-  for (int offset = 16; offset > 0; offset /= 2) x += __shfl_xor_sync(0xffffffffu, x, offset);
-  return x;  // every lane holds the sum
-}
-
-__device__ float warp_max(float x) {
-  for (int offset = 16; offset > 0; offset /= 2)
-    x = fmaxf(x, __shfl_xor_sync(0xffffffffu, x, offset));
-  return x;
-}
 
 // The (D) row of kv_head at an absolute position, found through the block
 // table. 64-bit offsets: a layer's cache may exceed 2^31 floats.

@@ -138,28 +138,31 @@ class CudaBackend final : public Backend {
   void attention(const float* q, std::span<const SequenceSlice> slices, int H,
                  const PagedKvView& cache, float scale, float* out) override {
     use_device();
-    std::vector<int32_t> token_slice, offset, count, context, table_start, tables;
+    // Every layer passes the same slices: the host arrays are rebuilt into
+    // reused vectors, and staging returns the device copy it already made.
+    SliceArrays& a = slice_arrays_;
+    a.clear();
     int max_context = 0;
     for (size_t b = 0; b < slices.size(); ++b) {
       const SequenceSlice& s = slices[b];
-      token_slice.insert(token_slice.end(), static_cast<size_t>(s.token_count),
-                         static_cast<int32_t>(b));
-      offset.push_back(s.token_offset);
-      count.push_back(s.token_count);
-      context.push_back(s.context_length);
-      table_start.push_back(static_cast<int32_t>(tables.size()));
-      tables.insert(tables.end(), s.block_table.begin(), s.block_table.end());
+      a.token_slice.insert(a.token_slice.end(), static_cast<size_t>(s.token_count),
+                           static_cast<int32_t>(b));
+      a.offset.push_back(s.token_offset);
+      a.count.push_back(s.token_count);
+      a.context.push_back(s.context_length);
+      a.table_start.push_back(static_cast<int32_t>(a.tables.size()));
+      a.tables.insert(a.tables.end(), s.block_table.begin(), s.block_table.end());
       max_context = std::max(max_context, s.context_length);
     }
     cuda::AttentionBatch batch;
-    batch.token_slice = stage<int32_t>(token_slice);
-    batch.token_offset = stage<int32_t>(offset);
-    batch.token_count = stage<int32_t>(count);
-    batch.context_length = stage<int32_t>(context);
-    batch.block_table_start = stage<int32_t>(table_start);
-    batch.block_tables = stage<int32_t>(tables);
+    batch.token_slice = stage<int32_t>(a.token_slice);
+    batch.token_offset = stage<int32_t>(a.offset);
+    batch.token_count = stage<int32_t>(a.count);
+    batch.context_length = stage<int32_t>(a.context);
+    batch.block_table_start = stage<int32_t>(a.table_start);
+    batch.block_tables = stage<int32_t>(a.tables);
     batch.sequences = static_cast<int>(slices.size());
-    batch.tokens = static_cast<int>(token_slice.size());
+    batch.tokens = static_cast<int>(a.token_slice.size());
     batch.max_context_length = max_context;
     cuda::attention(q, batch, H, cache.kv_heads, cache.head_dim, cache.k, cache.v,
                     cache.block_size, scale, out, stream_);
@@ -348,8 +351,17 @@ class CudaBackend final : public Backend {
                                    CUDA_R_32F, N, CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT));
   }
 
+  // The attention op's slices as device-ready arrays (AttentionBatch).
+  struct SliceArrays {
+    std::vector<int32_t> token_slice, offset, count, context, table_start, tables;
+    void clear() {
+      for (auto* v : {&token_slice, &offset, &count, &context, &table_start, &tables}) v->clear();
+    }
+  };
+
   int device_;
   Dtype weight_dtype_;
+  SliceArrays slice_arrays_;
   cudaStream_t stream_ = nullptr;
   cublasHandle_t cublas_ = nullptr;
   cuda::MetadataStaging staging_;

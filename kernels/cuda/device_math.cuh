@@ -28,6 +28,13 @@ __device__ __forceinline__ T warp_sum(T value) {
   return value;
 }
 
+// Max over the warp by a butterfly: every lane ends with the same maximum.
+__device__ __forceinline__ float warp_max(float value) {
+  for (int offset = kWarp / 2; offset > 0; offset /= 2)
+    value = fmaxf(value, __shfl_xor_sync(0xffffffffu, value, offset));
+  return value;
+}
+
 // Sum over a block of blockDim.x threads (a multiple of 32, at most 1024):
 // warps reduce, then warp 0 reduces the warp totals. Every thread gets the
 // total. `scratch` holds 32 values in shared memory.

@@ -8,6 +8,7 @@
 #include <cstddef>
 #include <cstring>
 #include <span>
+#include <vector>
 
 namespace tandem::cuda {
 
@@ -33,6 +34,10 @@ class DeviceScratch {
 // Each stage() takes the next free region of a ring; regions are reused only
 // after the stream has been synchronized (reset()), so no copy still in
 // flight is overwritten. A full ring synchronizes and starts over.
+// A forward pass stages the same arrays again and again (every layer's
+// RoPE, KV write and attention see the same positions, slots and block
+// tables): bytes equal to one of the last few staged since the last reset
+// are not copied again, their device copy is returned.
 class MetadataStaging {
  public:
   MetadataStaging() = default;
@@ -45,15 +50,23 @@ class MetadataStaging {
     return static_cast<const T*>(stage_bytes(host.data(), host.size_bytes(), stream));
   }
   // The stream has been synchronized: every region is free again.
-  void reset() { used_ = 0; }
+  void reset() {
+    used_ = 0;
+    recent_.clear();
+  }
 
  private:
   const void* stage_bytes(const void* host, size_t bytes, cudaStream_t stream);
 
+  struct Region {
+    size_t offset = 0;
+    size_t bytes = 0;
+  };
   char* pinned_ = nullptr;
   char* device_ = nullptr;
   size_t capacity_ = 0;
   size_t used_ = 0;
+  std::vector<Region> recent_;  // staged since the last reset, oldest first
 };
 
 }  // namespace tandem::cuda

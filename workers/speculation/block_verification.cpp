@@ -39,24 +39,25 @@ void verify_blocks(Backend& backend, int V, const float* logits, const wire::Tar
       greedy_of.push_back(verified++);
       continue;
     }
-    // q rows: inline, from the draft rank, or none (one-hot at the drafts).
+    // q rows: inline, rows q_first_row.. of the draft rank's, or none
+    // (one-hot at the drafts).
     std::span<const float> q_rows;
+    size_t first = 0;
     if (s.q_source == wire::QSource::inline_rows) q_rows = s.q;
     if (s.q_source == wire::QSource::draft_rank) {
       require(draft_rank_rows != nullptr, ErrorKind::internal,
               "a block's q rows are at the draft rank, but this rank cannot receive them");
       q_rows = draft_rank_rows->rows(s.session, s.q_step, V);
-      const size_t skip = static_cast<size_t>(s.q_first_row) * V;
-      q_rows = q_rows.subspan(std::min(skip, q_rows.size()));
-      if (q_rows.size() > static_cast<size_t>(s.gamma) * V) q_rows = q_rows.first(static_cast<size_t>(s.gamma) * V);
+      first = static_cast<size_t>(s.q_first_row) * V;
     }
+    const size_t needed = static_cast<size_t>(s.gamma) * V;
     const bool has_q = s.q_source != wire::QSource::one_hot;
-    require(!has_q || q_rows.size() == static_cast<size_t>(s.gamma) * V, ErrorKind::internal,
-            [&] {
-              return "session " + std::to_string(s.session) + " has " +
-                     std::to_string(q_rows.size()) + " q values for " +
-                     std::to_string(s.gamma) + " drafts";
-            });
+    require(!has_q || first + needed <= q_rows.size(), ErrorKind::internal, [&] {
+      return "session " + std::to_string(s.session) + " has " + std::to_string(q_rows.size()) +
+             " q values for " + std::to_string(s.gamma) + " drafts from row " +
+             std::to_string(s.q_first_row);
+    });
+    if (has_q) q_rows = q_rows.subspan(first, needed);
     backend.standardize(logits + offset, s.gamma + 1, V, std::span(&s.sampling, 1),
                         probs.data() + offset);
     sampled.push_back({s.gamma, drafts, probs.data() + offset, nullptr, s.first_position,
@@ -66,13 +67,19 @@ void verify_blocks(Backend& backend, int V, const float* logits, const wire::Tar
     sampled_drafts += s.gamma;
   }
 
-  // The q rows go to backend memory, block after block.
+  // The q rows where the verification op reads them: in place when the
+  // backend's ops read host memory, else copied to it block after block.
   size_t q_values = 0;
   for (std::span<const float> q : sampled_q) q_values += q.size();
-  if (scratch.q.size() < q_values) scratch.q = backend.allocate(q_values);
+  if (!backend.reads_host_memory() && scratch.q.size() < q_values)
+    scratch.q = backend.allocate(q_values);
   size_t q_at = 0;
   for (size_t k = 0; k < sampled.size(); ++k) {
     if (sampled_q[k].empty()) continue;
+    if (backend.reads_host_memory()) {
+      sampled[k].q = sampled_q[k].data();
+      continue;
+    }
     backend.upload(sampled_q[k], scratch.q.data() + q_at);
     sampled[k].q = scratch.q.data() + q_at;
     q_at += sampled_q[k].size();

@@ -19,8 +19,9 @@
 namespace tandem {
 
 // Backend memory verification reuses from step to step, grown as needed:
-// the standardized p rows, and the q rows uploaded from the step (on a GPU
-// the one host-to-device copy of a verification).
+// the standardized p rows, and (on a backend whose ops do not read host
+// memory: a GPU) the q rows uploaded from the step, a verification's one
+// host-to-device copy.
 struct VerifyScratch {
   Buffer probs;
   Buffer q;

@@ -241,10 +241,15 @@ class SpeculativeEngine {
   void reserve(StepPlan& plan);
   StepPlan plan_step();
   void draft(StepPlan& plan);
-  // The shape of this step (pipeline_policy.h) from the measured costs.
-  StepShape choose_shape();
-  // Sessions that draft apart in a ping-pong step instead of verifying.
-  std::vector<Session*> choose_apart(const std::vector<Session*>& candidates, int ready) const;
+  // The shape of this step (pipeline_policy.h) from the measured costs,
+  // and for ping-pong how many decoding sessions draft apart
+  // (pingpong_split): sessions with a ready block verify, and of the rest
+  // the youngest draft, up to that many.
+  struct ShapeChoice {
+    StepShape shape = StepShape::plain;
+    int apart = 0;
+  };
+  ShapeChoice choose_step_shape();
   // Pipelined drafting around the target pass: begin before it, finish after.
   void begin_pipelined_drafts(StepPlan& plan);
   void finish_pipelined_drafts(StepPlan& plan);

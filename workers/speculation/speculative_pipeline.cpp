@@ -37,7 +37,7 @@ double hit_rate(double alpha, int gamma) { return std::pow(alpha, gamma + 1); }
 
 }  // namespace
 
-StepShape SpeculativeEngine::choose_shape() {
+SpeculativeEngine::ShapeChoice SpeculativeEngine::choose_step_shape() {
   // Pipelining is for the default drafter (the draft model); sessions on
   // others (n-gram lookup costs next to nothing) step as before.
   DrafterSlot& slot = drafters_.front();
@@ -51,18 +51,19 @@ StepShape SpeculativeEngine::choose_shape() {
     gamma_sum += gamma;
     hit_sum += hit_rate(estimated_alpha(s->result.stats, s->request.gamma), gamma);
   }
-  if (decoding == 0) return StepShape::plain;
+  if (decoding == 0) return {};
   const double gamma = gamma_sum / decoding;
   // D(n): γ draft passes over n sessions; T(n): one target pass of n blocks.
   const auto draft = [&](int n) { return gamma * slot.pass_cost.seconds(n); };
   const auto target = [&](int n) {
     return cost_model_.seconds(static_cast<int>(std::lround(n * (gamma + 1))));
   };
+  ShapeChoice choice;
+  choice.apart = pingpong_split(decoding, draft, target);
   PipelineCosts costs;
   costs.draft_all = draft(decoding);
   costs.target_all = target(decoding);
-  const int a = decoding / 2, b = decoding - a;
-  if (a > 0) {
+  if (const int a = choice.apart, b = decoding - a; a > 0) {
     costs.draft_group_a = draft(a);
     costs.draft_group_b = draft(b);
     costs.target_group_a = target(a);
@@ -71,35 +72,14 @@ StepShape SpeculativeEngine::choose_shape() {
   costs.hit_rate = hit_sum / decoding;
   costs.ahead_factor = (gamma + 1) / gamma;
   costs.ahead_draft = slot.ahead_cost.seconds(decoding);
-  StepShape shape = tandem::choose_shape(pipeline_, costs, slot.drafter->overlaps(), decoding);
+  choice.shape = choose_shape(pipeline_, costs, slot.drafter->overlaps(), decoding);
   // A is learned only by drafting ahead: now and then, try it.
-  if (shape == StepShape::plain && pipeline_.mode == PipelineMode::automatic &&
+  if (choice.shape == StepShape::plain && pipeline_.mode == PipelineMode::automatic &&
       slot.drafter->overlaps() && costs.draft_all > 0 && costs.hit_rate >= pipeline_.min_hit_rate &&
       ++slot.plain_steps_since_ahead >= kAheadProbeEvery)
-    shape = StepShape::ahead;
-  if (shape != StepShape::plain) slot.plain_steps_since_ahead = 0;
-  return shape;
-}
-
-std::vector<SpeculativeEngine::Session*> SpeculativeEngine::choose_apart(
-    const std::vector<Session*>& candidates, int ready) const {
-  // Sessions with a ready block verify now; of the rest, as many draft apart
-  // as make the measured two-step cycle shortest (pingpong_split), the
-  // others verify now with a block drafted first. The groups then alternate
-  // by themselves; each step re-evens them as sessions come and go.
-  const int decoding = static_cast<int>(candidates.size()) + ready;
-  const DrafterSlot& slot = drafters_.front();
-  double gamma_sum = 0;
-  for (const Session* s : candidates)
-    gamma_sum += std::max(1, s->result.stats.last_gamma > 0 ? s->result.stats.last_gamma
-                                                            : s->request.gamma.gamma);
-  const double gamma = candidates.empty() ? 1.0 : gamma_sum / candidates.size();
-  const int apart = pingpong_split(
-      decoding, [&](int k) { return gamma * slot.pass_cost.seconds(k); },
-      [&](int k) { return cost_model_.seconds(static_cast<int>(std::lround(k * (gamma + 1)))); });
-  const int want = std::min(static_cast<int>(candidates.size()), apart);
-  // The youngest draft apart, so the oldest sessions are not held back.
-  return std::vector<Session*>(candidates.end() - want, candidates.end());
+    choice.shape = StepShape::ahead;
+  if (choice.shape != StepShape::plain) slot.plain_steps_since_ahead = 0;
+  return choice;
 }
 
 void SpeculativeEngine::begin_pipelined_drafts(StepPlan& plan) {

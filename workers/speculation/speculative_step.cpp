@@ -76,14 +76,12 @@ SpeculativeEngine::StepPlan SpeculativeEngine::plan_step() {
     if (users[d] > 0) drafters_[d].cost_ratio = c[d];
   }
   const bool allow_drafting = guard_.allow_drafting(plan.batch);
-  plan.shape = choose_shape();
+  const ShapeChoice shape = choose_step_shape();
+  plan.shape = shape.shape;
 
   // A ready block stands while the committed text has not moved.
-  int ready = 0;
-  for (Session* s : running_) {
+  for (Session* s : running_)
     if (s->ready && s->ready->length != s->tokens.size()) s->ready.reset();
-    if (s->ready) ++ready;
-  }
   if (plan.shape == StepShape::pingpong) {
     std::vector<Session*> candidates;  // decoding, nothing ready, a drafter that overlaps
     std::vector<int> gammas;
@@ -96,11 +94,12 @@ SpeculativeEngine::StepPlan SpeculativeEngine::plan_step() {
       candidates.push_back(s);
       gammas.push_back(choice.gamma);
     }
-    plan.apart = choose_apart(candidates, ready);
-    for (Session* s : plan.apart) {
-      const auto at = std::find(candidates.begin(), candidates.end(), s) - candidates.begin();
-      plan.apart_gamma.push_back(gammas[static_cast<size_t>(at)]);
-    }
+    // The youngest draft apart (the groups then alternate by themselves:
+    // next step these verify while the others draft), so the oldest
+    // sessions are not held back.
+    const size_t apart = std::min(candidates.size(), static_cast<size_t>(shape.apart));
+    plan.apart.assign(candidates.end() - static_cast<std::ptrdiff_t>(apart), candidates.end());
+    plan.apart_gamma.assign(gammas.end() - static_cast<std::ptrdiff_t>(apart), gammas.end());
   }
 
   std::vector<ChunkRequest> requests;

@@ -37,8 +37,6 @@ class TargetStepRunner final : public TargetExecutor {
   void deliver_q_rows(wire::QRows message) {
     if (q_rows_) q_rows_->deliver(std::move(message));
   }
-  // Draft steps whose q rows are held (tests check that unused ones go).
-  size_t held_q_rows() const { return q_rows_ ? q_rows_->held() : 0; }
 
   // Mirrored sequences alive now (tests check that releases are replayed).
   size_t mirrored_sequences() const { return mirror_.size(); }
