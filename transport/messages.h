@@ -65,6 +65,11 @@ struct DraftReply {
 };
 
 // Standardized draft rows q_1..q_γ' of the sampled sessions of one step.
+// The q rows one draft step produced for its sampled sessions. A QRows with
+// no entries ends the stream: the draft rank sends one after Shutdown, and
+// whoever takes its rows takes them until then, because a large MPI send
+// waits for its receiver and rows nobody needed would keep the draft rank
+// (and so the job) from finishing.
 struct QRows {
   uint64_t step = 0;
   int32_t vocab = 0;

@@ -1,6 +1,7 @@
 #include "coordinator/cluster/peer_channel.h"
 
 #include <chrono>
+#include <optional>
 #include <sstream>
 
 #include "common/error.h"
@@ -40,6 +41,16 @@ Bytes PeerChannel::wait_forever(int from, int tag) {
   std::optional<Bytes> bytes = world_.receive(from, tag, -1);
   require(bytes.has_value(), ErrorKind::internal, "a receive without timeout returned nothing");
   return std::move(*bytes);
+}
+
+bool PeerChannel::drop_q_rows_until_end() {
+  const int tag = wire::tag_of(wire::MessageType::q_rows);
+  for (;;) {
+    std::optional<Bytes> bytes =
+        world_.receive(layout_.placement.draft_rank, tag, layout_.placement.step_timeout_seconds);
+    if (!bytes) return false;
+    if (wire::decode_q_rows(*bytes).entries.empty()) return true;
+  }
 }
 
 }  // namespace tandem

@@ -37,6 +37,10 @@ class PeerChannel {
               const std::function<void()>& while_waiting);
   // Waits as long as it takes (workers waiting for their next command).
   Bytes wait_forever(int from, int tag);
+  // At shutdown, on the rank that takes the draft rank's q rows: takes and
+  // drops them until the empty QRows that ends them (see wire::QRows).
+  // False if it did not come within the step timeout.
+  bool drop_q_rows_until_end();
 
  private:
   Communicator& world_;

@@ -1,10 +1,12 @@
 #include "coordinator/cluster/worker_loops.h"
 
+#include <iostream>
 #include <map>
 #include <optional>
 #include <vector>
 
 #include "common/error.h"
+#include "common/log_line.h"
 #include "workers/speculation/model_drafter.h"
 #include "workers/speculation/target_step_runner.h"
 
@@ -41,7 +43,11 @@ int serve_draft_rank(PeerChannel& channel, LlamaModel& draft, PagedKvCache& cach
   SessionTokens sessions;
   for (;;) {
     const Bytes bytes = channel.wait_forever(coordinator, kCommandTag);
-    if (wire::peek_type(bytes) == MessageType::shutdown) return wire::decode_shutdown(bytes).exit_code;
+    if (wire::peek_type(bytes) == MessageType::shutdown) {
+      wire::QRows end;  // no entries: no more rows (see wire::QRows)
+      channel.send(wire::encode(end), target_rank0, wire::tag_of(MessageType::q_rows));
+      return wire::decode_shutdown(bytes).exit_code;
+    }
     const wire::DraftStep step = wire::decode_draft_step(bytes);
     for (uint64_t session : step.released) {
       drafter.release(session);
@@ -97,7 +103,11 @@ int serve_target_rank(PeerChannel& channel, LlamaModel& shard, PagedKvCache& cac
   };
   for (;;) {
     const Bytes bytes = next_command();
-    if (wire::peek_type(bytes) == MessageType::shutdown) return wire::decode_shutdown(bytes).exit_code;
+    if (wire::peek_type(bytes) == MessageType::shutdown) {
+      if (takes_q_rows && !channel.drop_q_rows_until_end())
+        log_line(std::cerr, layout.describe_self(), ": the draft rank did not end its q rows");
+      return wire::decode_shutdown(bytes).exit_code;
+    }
     wire::TargetStep step = wire::decode_target_step(bytes);
     wire::TargetResult ack;
     ack.step = step.step;

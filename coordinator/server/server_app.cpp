@@ -88,6 +88,7 @@ struct ServerApp::Parts {
   std::unique_ptr<NgramDrafter> ngram_drafter;
   NoDrafter no_drafter;
   std::unique_ptr<TargetExecutor> target_executor;  // here (TargetStepRunner) or RemoteTarget
+  bool takes_draft_rank_rows = false;  // the target is here, the draft on its own rank
   std::unique_ptr<SpeculativeEngine> engine;
   std::unique_ptr<Scheduler> scheduler;
   mutable std::mutex lost_mutex;
@@ -227,6 +228,7 @@ void ServerApp::load_models() {
       *parts.target.model, *parts.target.cache, TargetStepRunner::CacheMode::shared,
       std::move(draft_rank_rows));
   if (remote_draft) {
+    parts.takes_draft_rank_rows = true;
     static_cast<RemoteDrafter&>(*parts.model_drafter)
         .set_q_rows_sink([&runner = *runner](wire::QRows rows) { runner.deliver_q_rows(std::move(rows)); });
   }
@@ -275,6 +277,11 @@ void ServerApp::shutdown() {
   parts.scheduler->stop();
   parts.http.reset();
   stop_workers();
+  // The draft rank may still be sending rows no step needed; it cannot
+  // take its Shutdown (and the job cannot end) until they are taken. A lost
+  // rank ends the job without waiting.
+  if (parts.takes_draft_rank_rows && lost().empty() && !cluster_->drop_q_rows_until_end())
+    log_line(log_, "the draft rank did not end its q rows within the step timeout");
 }
 
 void ServerApp::stop_workers() {

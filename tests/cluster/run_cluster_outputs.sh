@@ -9,7 +9,8 @@
 # them either: with the draft on its own rank drafting ahead of every block
 # under verification, or drafting one ping-pong group while the target
 # verifies the other (speculation.pipeline forced on), outputs are again the
-# single process's, which drafts in lockstep.
+# single process's, which drafts in lockstep. Every job must also end
+# within a minute of SIGTERM to its rank 0.
 # usage: run_cluster_outputs.sh TANDEM_BINARY SOURCE_DIR WORK_DIR
 set -euo pipefail
 tandem=$1 source=$2 work=$3
@@ -28,6 +29,10 @@ snapshot() {  # snapshot NAME [SHAPE]: serve, record every answer, stop with SIG
     [ "${steps%.*}" -gt 0 ] || { echo "$1: no $2 steps"; exit 1; }
   fi
   stop_gracefully
+  for _ in $(seq 1 600); do kill -0 $pid 2>/dev/null || break; sleep 0.1; done
+  if kill -0 $pid 2>/dev/null; then  # the trap kills it
+    cat "$log"; echo "$1: still running 60 s after SIGTERM"; exit 1
+  fi
   local status=0
   wait $pid || status=$?
   trap - EXIT
@@ -74,3 +79,8 @@ for pipeline in ahead pingpong; do  # coordinator 0, draft 1, target 2
   TANDEM_CONFIG="$work/pipelined-$pipeline.yaml" TANDEM_RANKS=3 snapshot "pipelined-$pipeline" "$pipeline"
   compare "pipelined-$pipeline"
 done
+# Drafting ahead with the target in the coordinator's process: rows drafted
+# ahead and never needed still reach the coordinator, and the job ends.
+placement pipelined-draft-apart 1 0 ahead
+TANDEM_CONFIG="$work/pipelined-draft-apart.yaml" TANDEM_RANKS=2 snapshot pipelined-draft-apart ahead
+compare pipelined-draft-apart
