@@ -155,6 +155,12 @@ class Backend {
   // x (n) += y (n): the residual connection.
   virtual void add(float* x, const float* y, size_t n) = 0;
 
+  // x (T, C) += y (T, C), then out (T, C) = rmsnorm(x) with weight (C): a
+  // residual connection and the norm after it in one pass over x. Equal, bit
+  // for bit, to add() then rmsnorm(). out may alias y (not x).
+  virtual void add_rmsnorm(float* x, const float* y, const float* weight, int T, int C, float eps,
+                           float* out) = 0;
+
   // ---- sampling -----------------------------------------------------------
   // Standardizes logits (rows, V) into probability rows (paper §2.2):
   // temperature, then top-k, then top-p, each row with its own parameters.

@@ -225,15 +225,18 @@ const float* LlamaModel::forward(std::span<const SequenceStep> steps, PagedKvCac
     be.embedding(local_ids_, weights_.embed.view(), C, hidden_.data());
     all_reduce(hidden_.data(), TC);
   }
+  // Each residual add is fused with the norm after it (add_rmsnorm): the
+  // first layer's attention norm is the only one on its own.
+  be.rmsnorm(hidden_.data(), weights_.layers.front().attn_norm.data(), T, C, eps, normed_.data());
   for (int l = 0; l < config_.num_layers; ++l) {
     const LlamaLayerWeights& w = weights_.layers[static_cast<size_t>(l)];
     const PagedKvView kv = cache.layer(l);
 
-    // Attention block. The fused qkv matrix is three row ranges, so each
-    // projection reads its own rows straight into its own (T, ·) buffer.
-    // Split: qkv is column-parallel (own heads; input replicated), o_proj
-    // row-parallel (own input columns), its (T, C) output all-reduced.
-    be.rmsnorm(hidden_.data(), w.attn_norm.data(), T, C, eps, normed_.data());
+    // Attention block, on normed_ = attn_norm(hidden). The fused qkv matrix
+    // is three row ranges, so each projection reads its own rows straight
+    // into its own (T, ·) buffer. Split: qkv is column-parallel (own heads;
+    // input replicated), o_proj row-parallel (own input columns), its (T, C)
+    // output all-reduced.
     const WeightView qkv = w.qkv.view();
     const float* bias = w.qkv_bias.empty() ? nullptr : w.qkv_bias.data();
     const size_t k_rows = static_cast<size_t>(q_dim);
@@ -249,16 +252,21 @@ const float* LlamaModel::forward(std::span<const SequenceStep> steps, PagedKvCac
     be.attention(q_.data(), layout.slices, H, kv, scale, attn_.data());           // (T, H*D)
     be.matmul(attn_.data(), w.o_proj.view(), nullptr, T, q_dim, C, normed_.data());
     if (split) all_reduce(normed_.data(), TC);
-    be.add(hidden_.data(), normed_.data(), TC);
+    be.add_rmsnorm(hidden_.data(), normed_.data(), w.mlp_norm.data(), T, C, eps, normed_.data());
 
-    // MLP block. Split: gate_up column-parallel (own I/tp), down_proj
-    // row-parallel, its (T, C) output all-reduced.
-    be.rmsnorm(hidden_.data(), w.mlp_norm.data(), T, C, eps, normed_.data());
+    // MLP block, on normed_ = mlp_norm(hidden). Split: gate_up
+    // column-parallel (own I/tp), down_proj row-parallel, its (T, C) output
+    // all-reduced.
     be.matmul(normed_.data(), w.gate_up.view(), nullptr, T, C, 2 * I, gate_up_.data());  // (T, 2I)
     be.swiglu(gate_up_.data(), T, I, mlp_.data());                                       // (T, I)
     be.matmul(mlp_.data(), w.down_proj.view(), nullptr, T, I, C, normed_.data());
     if (split) all_reduce(normed_.data(), TC);
-    be.add(hidden_.data(), normed_.data(), TC);
+    if (l + 1 < config_.num_layers) {  // and the next layer's attention norm
+      const float* next_norm = weights_.layers[static_cast<size_t>(l) + 1].attn_norm.data();
+      be.add_rmsnorm(hidden_.data(), normed_.data(), next_norm, T, C, eps, normed_.data());
+    } else {
+      be.add(hidden_.data(), normed_.data(), TC);
+    }
   }
 
   // Only the rows that need logits pay for the LM head: gather them (the

@@ -74,6 +74,10 @@ class CpuBackend final : public Backend {
     cpu::swiglu(gate_up, T, I, out);
   }
   void add(float* x, const float* y, size_t n) override { cpu::add(x, y, n); }
+  void add_rmsnorm(float* x, const float* y, const float* weight, int T, int C, float eps,
+                   float* out) override {
+    cpu::add_rmsnorm(x, y, weight, T, C, eps, out);
+  }
 
   void standardize(const float* logits, int rows, int V, std::span<const SamplingParams> params,
                    float* probs) override {

@@ -17,6 +17,9 @@ void embedding(std::span<const int32_t> token_ids, const float* table, int C, fl
 
 // rmsnorm.cpp: out (T, C) = x / sqrt(mean(x^2) + eps) * weight (C).
 void rmsnorm(const float* x, const float* weight, int T, int C, float eps, float* out);
+// rmsnorm.cpp: x (T, C) += y, then out = rmsnorm(x); out may alias y.
+void add_rmsnorm(float* x, const float* y, const float* weight, int T, int C, float eps,
+                 float* out);
 
 // matmul.cpp: y (T, N) = x (T, Kin) · w (N, Kin)ᵀ + bias (N, optional); each
 // element computed the same way whatever T is (batch-invariant).

@@ -175,6 +175,11 @@ class CudaBackend final : public Backend {
     use_device();
     cuda::add(x, y, n, stream_);
   }
+  void add_rmsnorm(float* x, const float* y, const float* weight, int T, int C, float eps,
+                   float* out) override {
+    use_device();
+    cuda::add_rmsnorm(x, y, weight, T, C, eps, out, stream_);
+  }
 
   // ---- sampling -----------------------------------------------------------------
   void standardize(const float* logits, int rows, int V, std::span<const SamplingParams> params,

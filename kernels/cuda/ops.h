@@ -21,6 +21,10 @@ void embedding(const int32_t* ids, int T, WeightView table, int C, float* out,
 // rmsnorm.cu: out (T, C) = x / sqrt(mean(x^2) + eps) * weight (C); may alias x.
 void rmsnorm(const float* x, const float* weight, int T, int C, float eps, float* out,
              cudaStream_t stream);
+// rmsnorm.cu: x (T, C) += y, then out = rmsnorm(x): one kernel, x read once;
+// out may alias y.
+void add_rmsnorm(float* x, const float* y, const float* weight, int T, int C, float eps,
+                 float* out, cudaStream_t stream);
 
 // rope.cu: rotate-half rotary embedding of x (T, heads, D) in place, row t at
 // positions[t]; inv_freq (D/2).

@@ -105,6 +105,22 @@ TEST_F(ModelOpsTwin, RmsnormRopeSwigluAddMatchTheCpu) {
   EXPECT_EQ(to_host(*gpu_, gx.data(), sum.size()), sum);  // one rounding each side: exact
 }
 
+TEST_F(ModelOpsTwin, AddRmsnormMatchesTheCpuAlsoWritingOverY) {
+  const int T = 7, C = 4096;
+  const auto x = random_normal(static_cast<size_t>(T) * C, 6, 3.0f);
+  const auto y = random_normal(x.size(), 7, 0.5f);
+  const auto weight = random_normal(C, 8);
+  auto want_x = x;
+  std::vector<float> want(x.size());
+  cpu_->add_rmsnorm(want_x.data(), y.data(), weight.data(), T, C, 1e-5f, want.data());
+
+  Buffer gx = to_backend(*gpu_, x), gy = to_backend(*gpu_, y), gw = to_backend(*gpu_, weight);
+  gpu_->add_rmsnorm(gx.data(), gy.data(), gw.data(), T, C, 1e-5f, gy.data());  // out = y
+  EXPECT_EQ(to_host(*gpu_, gx.data(), want_x.size()), want_x);  // the sums: exact
+  // The norm as rmsnorm's tolerance: only the double sum's order differs.
+  expect_near_all(to_host(*gpu_, gy.data(), want.size()), want, 1e-6f, 1e-6f, "add_rmsnorm");
+}
+
 TEST_F(ModelOpsTwin, KvWriteLandsInTheSlots) {
   const int K = 2, D = 64, blocks = 6, block_size = 4;
   const std::vector<int32_t> slots = {5, 0, 23, 12};
