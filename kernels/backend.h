@@ -115,6 +115,25 @@ class Backend {
   virtual Dtype weight_dtype() const { return Dtype::f32; }
   virtual Buffer upload_weights(std::span<const float> host);
 
+  // ---- step graphs ----------------------------------------------------------
+  // The ops from begin_step_graph() to the next synchronize() form one step
+  // that a backend may record and, when a later step makes exactly the same
+  // calls (the same ops, sizes and buffers; metadata contents may differ),
+  // replay as a whole: on CUDA one graph launch instead of hundreds of
+  // kernel launches. Results are identical either way, and host metadata is
+  // still taken when an op is called. Ops that read or write host memory end
+  // the recording (what was recorded then runs op by op, and so does the
+  // rest). A no-op where ops run as they are called.
+  virtual void begin_step_graph() {}
+  // Whether begin_step_graph() records (set_step_graphs(false): never).
+  virtual void set_step_graphs(bool) {}
+  struct StepGraphStats {
+    int64_t captured = 0;  // steps recorded into a new graph
+    int64_t replayed = 0;  // steps that launched a graph recorded before
+    int64_t eager = 0;     // recorded steps run op by op (first sight, or not graphable)
+  };
+  virtual StepGraphStats step_graph_stats() const { return {}; }
+
   // ---- model ops ----------------------------------------------------------
   // out (T, C) = table[token_ids[t]]; table (V, C) in any dtype the backend
   // stores weights in, or f32 (the op doubles as a row gather). A negative id

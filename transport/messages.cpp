@@ -286,6 +286,8 @@ Bytes encode(const TargetStep& message) {
   writer.count(message.sequences.size());
   for (const TargetStep::Sequence& sequence : message.sequences) write_sequence(writer, sequence);
   writer.i64s(message.released);
+  writer.i64s(message.truncated);
+  writer.i32s(message.truncated_lengths);
   return finish(writer);
 }
 
@@ -373,6 +375,14 @@ TargetStep decode_target_step(std::span<const std::byte> bytes) {
   message.sequences.reserve(sequences);
   for (uint32_t i = 0; i < sequences; ++i) message.sequences.push_back(read_sequence(reader));
   message.released = reader.i64s("released");
+  message.truncated = reader.i64s("truncated");
+  message.truncated_lengths = reader.i32s("truncated_lengths");
+  if (message.truncated_lengths.size() != message.truncated.size()) {
+    reader.fail("truncated_lengths", std::to_string(message.truncated_lengths.size()) +
+                                         " lengths for " + std::to_string(message.truncated.size()) +
+                                         " truncated sequences");
+  }
+  for (int32_t length : message.truncated_lengths) require_non_negative(reader, "truncated_lengths", length);
   reader.expect_end();
   return message;
 }

@@ -28,7 +28,8 @@
 
 namespace tandem::wire {
 
-constexpr uint16_t kFormatVersion = 2;  // 2: TargetStep sequences name their QRows
+// 2: TargetStep sequences name their QRows; 3: TargetStep carries truncations
+constexpr uint16_t kFormatVersion = 3;
 
 enum class MessageType : uint16_t {
   draft_step = 1,
@@ -113,6 +114,13 @@ struct TargetStep {
   };
   std::vector<Sequence> sequences;
   std::vector<int64_t> released;   // KV sequences to free before this step
+  // Sequences the coordinator truncated since the last step (rejected
+  // drafts) and their new lengths, applied after `released` and before any
+  // reservation: the blocks a truncation freed on the coordinator may hold
+  // another sequence's tokens in this step, also when the truncated
+  // sequence itself sits the step out.
+  std::vector<int64_t> truncated;
+  std::vector<int32_t> truncated_lengths;  // one per truncated sequence
 };
 
 struct TargetResult {

@@ -210,6 +210,9 @@ const float* LlamaModel::forward(std::span<const SequenceStep> steps, PagedKvCac
   const size_t TC = static_cast<size_t>(T) * C;
   ensure_workspace(T, R);
   Backend& be = backend_;
+  // The step may be recorded and replayed as one graph (its ops until the
+  // synchronize() below); not when split, since collectives run in between.
+  if (!split) be.begin_step_graph();
 
   if (!split) {
     be.embedding(layout.tokens, weights_.embed.view(), C, hidden_.data());  // hidden (T, C)

@@ -61,11 +61,20 @@ int bench_forward(const Words& words) {
   // One untimed round warms caches, page tables and the BLAS thread pool.
   time_tokens(model, *open.target.cache, std::min(decode_tokens, 8), 1, 99);
   time_tokens(model, *open.target.cache, prompt_tokens, prompt_tokens, 99);
-  std::vector<double> decode, prefill;
+  // On CUDA, decoding also runs without step graphs, interleaved with the
+  // runs with them, for their ratio measured side by side.
+  Backend& backend = model.backend();
+  const bool graphs = backend.kind() == BackendKind::cuda;
+  std::vector<double> decode, prefill, decode_without_graphs;
   for (int r = 0; r < repeats; ++r) {
     decode.push_back(decode_tokens / time_tokens(model, *open.target.cache, decode_tokens, 1, r));
     prefill.push_back(prompt_tokens /
                       time_tokens(model, *open.target.cache, prompt_tokens, prompt_tokens, r));
+    if (!graphs) continue;
+    backend.set_step_graphs(false);
+    decode_without_graphs.push_back(decode_tokens /
+                                    time_tokens(model, *open.target.cache, decode_tokens, 1, r));
+    backend.set_step_graphs(true);
   }
 
   const ModelConfig& c = model.config();
@@ -81,6 +90,14 @@ int bench_forward(const Words& words) {
               *std::max_element(decode.begin(), decode.end()));
   std::printf("prefill %d-token prompt:   %8.1f tokens/s (median of %d)\n", prompt_tokens,
               median(prefill), repeats);
+  if (graphs) {
+    const Backend::StepGraphStats stats = backend.step_graph_stats();
+    const double without = median(decode_without_graphs);
+    std::printf("decode  batch 1 without step graphs: %8.1f tokens/s; with them %.2fx "
+                "(steps: %lld captured, %lld replayed, %lld op by op)\n",
+                without, decode_tps / without, static_cast<long long>(stats.captured),
+                static_cast<long long>(stats.replayed), static_cast<long long>(stats.eager));
+  }
   std::printf("weights read per decode step: %.1f MB; implied bandwidth at batch 1: %.1f GB/s\n",
               bytes / 1e6, bytes * decode_tps / 1e9);
   if (const double peak = model.backend().peak_memory_bandwidth(); peak > 0) {

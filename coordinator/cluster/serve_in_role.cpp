@@ -52,6 +52,7 @@ int run_worker(const DeploymentConfig& config, PeerChannel& channel, Communicato
       make_backend(placement.backend,
                    draft ? placement.draft_device : placement.target_device(layout.tp_rank),
                    placement.weight_dtype);
+  backend->set_step_graphs(placement.cuda_graphs);
   ModelSpec spec = draft ? model_spec(*config.draft, config.scheduler.draft_kv_blocks,
                                       config.scheduler.block_size)
                          : model_spec(config.target, config.scheduler.kv_blocks,

@@ -72,7 +72,8 @@ std::string describe(const DeploymentConfig& config) {
   out << "draft: " << (config.draft ? describe_model(*config.draft) : "none") << "\n";
   out << "placement: " << backend_name(config.placement.backend)
       << (config.placement.backend == BackendKind::cuda
-              ? std::string(" (") + dtype_name(config.placement.weight_dtype) + " weights)"
+              ? std::string(" (") + dtype_name(config.placement.weight_dtype) + " weights" +
+                    (config.placement.cuda_graphs ? ", CUDA graphs)" : ", no CUDA graphs)")
               : std::string())
       << ", "
       << (config.placement.threads == 0 ? "all cores"

@@ -181,6 +181,7 @@ void ServerApp::load_models() {
                                                placement.weight_dtype);
   ModelSpec target = model_spec(config.target, config.scheduler.kv_blocks,
                                 config.scheduler.block_size);
+  parts.backend->set_step_graphs(placement.cuda_graphs);
   target.weights = !remote_target;  // the coordinator keeps only the KV bookkeeping
   parts.target = load_model(target, *parts.backend);
   require(parts.target.tokenizer.has_value(), ErrorKind::invalid_argument,
@@ -195,6 +196,7 @@ void ServerApp::load_models() {
         (remote_target || placement.draft_device != placement.target_device(0))) {
       parts.draft_backend =
           make_backend(placement.backend, placement.draft_device, placement.weight_dtype);
+      parts.draft_backend->set_step_graphs(placement.cuda_graphs);
       draft_backend = parts.draft_backend.get();
     }
     parts.draft = load_model(draft, *draft_backend);

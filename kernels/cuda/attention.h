@@ -22,7 +22,6 @@ struct AttentionBatch {
   const int32_t* block_tables = nullptr;       // (Σ blocks)
   int sequences = 0;                           // B
   int tokens = 0;                              // T
-  int max_context_length = 0;                  // max over b of context_length[b]
 };
 
 // out (T, H*D) = softmax(q kᵀ * scale) v per token and query head, GQA (query

@@ -7,7 +7,9 @@
 #include <cuda_runtime.h>
 
 #include <algorithm>
+#include <bit>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 #include "common/error.h"
@@ -19,6 +21,7 @@
 #include "kernels/cuda/device_staging.h"
 #include "kernels/cuda/ops.h"
 #include "kernels/cuda/sampling.h"
+#include "kernels/cuda/step_graphs.h"
 
 namespace tandem {
 namespace {
@@ -71,6 +74,7 @@ class CudaBackend final : public Backend {
 
   void upload(std::span<const float> host, float* device) override {
     use_device();
+    run_recorded_ops();
     if (host.empty()) return;
     TANDEM_CUDA_CHECK(cudaMemcpyAsync(device, host.data(), host.size_bytes(),
                                       cudaMemcpyHostToDevice, stream_));
@@ -78,6 +82,7 @@ class CudaBackend final : public Backend {
   }
   void download(const float* device, std::span<float> host) override {
     use_device();
+    run_recorded_ops();
     if (host.empty()) return;
     TANDEM_CUDA_CHECK(cudaMemcpyAsync(host.data(), device, host.size_bytes(),
                                       cudaMemcpyDeviceToHost, stream_));
@@ -90,6 +95,7 @@ class CudaBackend final : public Backend {
       upload(host, weights.data());
       return weights;
     }
+    run_recorded_ops();
     for (size_t at = 0; at < host.size(); at += kConversionChunk) {
       const size_t n = std::min(kConversionChunk, host.size() - at);
       auto* staged = static_cast<float*>(conversion_.get(n * sizeof(float), stream_));
@@ -107,33 +113,36 @@ class CudaBackend final : public Backend {
   void embedding(std::span<const int32_t> token_ids, WeightView table, int C,
                  float* out) override {
     use_device();
-    cuda::embedding(stage(token_ids), static_cast<int>(token_ids.size()), table, C, out, stream_);
+    const int32_t* ids = stage(token_ids);
+    launch(&cuda::embedding, ids, static_cast<int>(token_ids.size()), table, C, out);
   }
   void rmsnorm(const float* x, const float* weight, int T, int C, float eps, float* out) override {
     use_device();
-    cuda::rmsnorm(x, weight, T, C, eps, out, stream_);
+    launch(&cuda::rmsnorm, x, weight, T, C, eps, out);
   }
   void matmul(const float* x, WeightView w, const float* bias, int T, int Kin, int N,
               float* y) override {
     use_device();
     if (T <= cuda::kMaxInvariantRows) {
-      cuda::skinny_matmul(x, w, T, Kin, N, y, stream_);
+      launch(&cuda::skinny_matmul, x, w, T, Kin, N, y);
     } else {
+      run_recorded_ops();  // cuBLAS and its scratch are not recorded
       cublas_matmul(x, w, T, Kin, N, y);
     }
-    if (bias) cuda::add_bias(y, bias, T, N, stream_);
+    if (bias) launch(&cuda::add_bias, y, bias, T, N);
   }
   void rope(float* x, std::span<const int32_t> positions, int heads, int D,
             const float* inv_freq) override {
     use_device();
-    cuda::rope(x, stage(positions), static_cast<int>(positions.size()), heads, D, inv_freq,
-               stream_);
+    const int32_t* staged = stage(positions);
+    launch(&cuda::rope, x, staged, static_cast<int>(positions.size()), heads, D, inv_freq);
   }
   void kv_write(const float* k, const float* v, std::span<const int32_t> slots,
                 const PagedKvView& cache) override {
     use_device();
-    cuda::kv_write(k, v, stage(slots), static_cast<int>(slots.size()),
-                   cache.kv_heads * cache.head_dim, cache.k, cache.v, stream_);
+    const int32_t* staged = stage(slots);
+    launch(&cuda::kv_write, k, v, staged, static_cast<int>(slots.size()),
+           cache.kv_heads * cache.head_dim, cache.k, cache.v);
   }
   void attention(const float* q, std::span<const SequenceSlice> slices, int H,
                  const PagedKvView& cache, float scale, float* out) override {
@@ -142,7 +151,6 @@ class CudaBackend final : public Backend {
     // reused vectors, and staging returns the device copy it already made.
     SliceArrays& a = slice_arrays_;
     a.clear();
-    int max_context = 0;
     for (size_t b = 0; b < slices.size(); ++b) {
       const SequenceSlice& s = slices[b];
       a.token_slice.insert(a.token_slice.end(), static_cast<size_t>(s.token_count),
@@ -152,8 +160,11 @@ class CudaBackend final : public Backend {
       a.context.push_back(s.context_length);
       a.table_start.push_back(static_cast<int32_t>(a.tables.size()));
       a.tables.insert(a.tables.end(), s.block_table.begin(), s.block_table.end());
-      max_context = std::max(max_context, s.context_length);
     }
+    // Padded to a power of two: the tables grow by a block now and then,
+    // and a step graph is keyed by the sizes it copies (the kernel reads
+    // only each slice's own entries).
+    a.tables.resize(std::bit_ceil(std::max<size_t>(a.tables.size(), 16)), 0);
     cuda::AttentionBatch batch;
     batch.token_slice = stage<int32_t>(a.token_slice);
     batch.token_offset = stage<int32_t>(a.offset);
@@ -163,28 +174,29 @@ class CudaBackend final : public Backend {
     batch.block_tables = stage<int32_t>(a.tables);
     batch.sequences = static_cast<int>(slices.size());
     batch.tokens = static_cast<int>(a.token_slice.size());
-    batch.max_context_length = max_context;
-    cuda::attention(q, batch, H, cache.kv_heads, cache.head_dim, cache.k, cache.v,
-                    cache.block_size, scale, out, stream_);
+    launch(&cuda::attention, q, batch, H, cache.kv_heads, cache.head_dim,
+           static_cast<const float*>(cache.k), static_cast<const float*>(cache.v),
+           cache.block_size, scale, out);
   }
   void swiglu(const float* gate_up, int T, int I, float* out) override {
     use_device();
-    cuda::swiglu(gate_up, T, I, out, stream_);
+    launch(&cuda::swiglu, gate_up, T, I, out);
   }
   void add(float* x, const float* y, size_t n) override {
     use_device();
-    cuda::add(x, y, n, stream_);
+    launch(&cuda::add, x, y, n);
   }
   void add_rmsnorm(float* x, const float* y, const float* weight, int T, int C, float eps,
                    float* out) override {
     use_device();
-    cuda::add_rmsnorm(x, y, weight, T, C, eps, out, stream_);
+    launch(&cuda::add_rmsnorm, x, y, weight, T, C, eps, out);
   }
 
   // ---- sampling -----------------------------------------------------------------
   void standardize(const float* logits, int rows, int V, std::span<const SamplingParams> params,
                    float* probs) override {
     use_device();
+    run_recorded_ops();
     // The CPU twin's checks and messages, before anything is queued.
     require(V > 0, ErrorKind::invalid_argument, "standardize: V must be > 0");
     require(params.size() == static_cast<size_t>(rows) || params.size() == 1,
@@ -203,6 +215,7 @@ class CudaBackend final : public Backend {
   }
   void argmax(const float* logits, int rows, int V, int32_t* out) override {
     use_device();
+    run_recorded_ops();
     if (rows == 0) return;
     auto* ids = static_cast<int32_t*>(ids_.get(sizeof(int32_t) * rows, stream_));
     cuda::argmax(logits, rows, V, ids, stream_);
@@ -211,6 +224,7 @@ class CudaBackend final : public Backend {
   void sample(const float* probs, int rows, int V, std::span<const double> uniforms,
               int32_t* out) override {
     use_device();
+    run_recorded_ops();
     require(uniforms.size() == static_cast<size_t>(rows), ErrorKind::invalid_argument, [&] {
       return "sample: " + std::to_string(uniforms.size()) + " uniforms for " +
              std::to_string(rows) + " rows";
@@ -230,6 +244,7 @@ class CudaBackend final : public Backend {
   void verify(std::span<const VerifyBlock> blocks, int V, std::span<VerifyOutcome> out,
               std::span<float> beta) override {
     use_device();
+    run_recorded_ops();
     require(V > 0, ErrorKind::invalid_argument, "verify: V must be > 0");
     require(out.size() == blocks.size(), ErrorKind::invalid_argument,
             "verify: out must have one entry per block");
@@ -291,8 +306,24 @@ class CudaBackend final : public Backend {
   }
   void synchronize() override {
     use_device();
+    graphs_.finish(stream_);
     TANDEM_CUDA_CHECK(cudaStreamSynchronize(stream_));
     staging_.reset();
+  }
+
+  void begin_step_graph() override {
+    use_device();
+    run_recorded_ops();
+    // Staging starts at the ring's start, so that equal steps stage to
+    // equal addresses (part of the key).
+    TANDEM_CUDA_CHECK(cudaStreamSynchronize(stream_));
+    staging_.reset();
+    graphs_.begin();
+  }
+  void set_step_graphs(bool on) override { graphs_.set_enabled(on); }
+  StepGraphStats step_graph_stats() const override {
+    const cuda::StepGraphs::Stats s = graphs_.stats();
+    return {s.captured, s.replayed, s.eager};
   }
 
   void verify_greedy(std::span<const GreedyBlock> blocks, std::span<VerifyOutcome> out) override {
@@ -309,13 +340,68 @@ class CudaBackend final : public Backend {
     TANDEM_CUDA_CHECK(cudaGetDevice(&current));
     if (current != device_) TANDEM_CUDA_CHECK(cudaSetDevice(device_));
   }
+  // ---- step graphs (see step_graphs.h) --------------------------------------
+  // One launch of a .cu launcher, whose last parameter is the stream: run
+  // now, or recorded with every argument in the step's key. Deriving the
+  // key and the call from one argument list leaves no argument out of it.
+  template <typename... Params, typename... Args>
+  void launch(void (*launcher)(Params...), Args... args) {
+    if (!graphs_.recording()) {
+      launcher(args..., stream_);
+      return;
+    }
+    graphs_.key(&launcher, sizeof launcher);
+    (key_of(args), ...);
+    graphs_.add([=, this] { launcher(args..., stream_); });
+  }
+  template <typename T>
+    requires std::is_scalar_v<T>
+  void key_of(T value) {
+    graphs_.key(&value, sizeof value);
+  }
+  void key_of(WeightView w) {
+    key_of(w.data);
+    key_of(w.dtype);
+  }
+  void key_of(const cuda::AttentionBatch& b) {
+    for (const int32_t* array : {b.token_slice, b.token_offset, b.token_count, b.context_length,
+                                 b.block_table_start, b.block_tables})
+      key_of(array);
+    key_of(b.sequences);
+    key_of(b.tokens);
+  }
+  // What was recorded runs now, op by op: the op about to run cannot be
+  // recorded (it reads or writes host memory, or uses cuBLAS or scratch).
+  void run_recorded_ops() { graphs_.run_eagerly(); }
+
+  // Host metadata to the device; while recording, its copy is recorded too.
   template <typename T>
   const T* stage(std::span<const T> host) {
+    if (graphs_.recording()) {
+      const T* staged = nullptr;
+      cuda::MetadataStaging::Copy copy;
+      if (staging_.stage_deferred(host, &staged, &copy)) {
+        if (copy.bytes > 0) record_copy(copy);
+        return staged;
+      }
+      run_recorded_ops();  // the ring is full: it must be reused, as called
+    }
     return staging_.stage(host, stream_);
   }
   template <typename T>
   const T* stage(const std::vector<T>& host) {
-    return staging_.stage(std::span<const T>(host), stream_);
+    return stage(std::span<const T>(host));
+  }
+  void record_copy(const cuda::MetadataStaging::Copy& copy) {
+    static constexpr char kCopyTag = 'c';
+    graphs_.key(&kCopyTag, 1);
+    key_of(copy.device);
+    key_of(copy.pinned);
+    key_of(copy.bytes);
+    graphs_.add([copy, this] {
+      TANDEM_CUDA_CHECK(cudaMemcpyAsync(copy.device, copy.pinned, copy.bytes,
+                                        cudaMemcpyHostToDevice, stream_));
+    });
   }
   void copy_to_host(const void* device, void* host, size_t bytes) {
     TANDEM_CUDA_CHECK(cudaMemcpyAsync(host, device, bytes, cudaMemcpyDeviceToHost, stream_));
@@ -324,6 +410,7 @@ class CudaBackend final : public Backend {
 
   Buffer allocate_typed(size_t count, Dtype dtype) {
     use_device();
+    run_recorded_ops();
     if (count == 0) return Buffer();
     void* data = nullptr;
     const size_t bytes = count * dtype_size(dtype);
@@ -370,6 +457,7 @@ class CudaBackend final : public Backend {
   cudaStream_t stream_ = nullptr;
   cublasHandle_t cublas_ = nullptr;
   cuda::MetadataStaging staging_;
+  cuda::StepGraphs graphs_;
   cuda::DeviceScratch conversion_, narrow_input_, standardize_workspace_, ids_, verify_results_;
 };
 

@@ -36,10 +36,20 @@ class DeviceScratch {
 // flight is overwritten. A full ring synchronizes and starts over.
 // A forward pass stages the same arrays again and again (every layer's
 // RoPE, KV write and attention see the same positions, slots and block
-// tables): bytes equal to one of the last few staged since the last reset
-// are not copied again, their device copy is returned.
+// tables): an array staged since the last reset from the same host address
+// with the same bytes is not copied again, its device copy is returned.
+// (The same address too, not only the same bytes, so that which copies are
+// skipped depends on the caller's arrays and not on their values: a step
+// graph's key includes it.)
 class MetadataStaging {
  public:
+  // A copy stage_deferred() left to its caller to queue.
+  struct Copy {
+    void* device = nullptr;
+    const void* pinned = nullptr;
+    size_t bytes = 0;  // 0: nothing to copy (empty, or a device copy reused)
+  };
+
   MetadataStaging() = default;
   MetadataStaging(const MetadataStaging&) = delete;
   MetadataStaging& operator=(const MetadataStaging&) = delete;
@@ -49,6 +59,16 @@ class MetadataStaging {
   const T* stage(std::span<const T> host, cudaStream_t stream) {
     return static_cast<const T*>(stage_bytes(host.data(), host.size_bytes(), stream));
   }
+  // The same, but the copy is not queued: *copy says what to queue, before
+  // whatever reads the result. False, with nothing staged, when the ring is
+  // full: what was staged must be copied and the stream synchronized first.
+  template <typename T>
+  bool stage_deferred(std::span<const T> host, const T** staged, Copy* copy) {
+    const void* device = nullptr;
+    if (!stage_bytes_deferred(host.data(), host.size_bytes(), &device, copy)) return false;
+    *staged = static_cast<const T*>(device);
+    return true;
+  }
   // The stream has been synchronized: every region is free again.
   void reset() {
     used_ = 0;
@@ -57,8 +77,14 @@ class MetadataStaging {
 
  private:
   const void* stage_bytes(const void* host, size_t bytes, cudaStream_t stream);
+  bool stage_bytes_deferred(const void* host, size_t bytes, const void** device, Copy* copy);
+  const void* find_recent(const void* host, size_t bytes) const;
+  void make_room(size_t bytes, cudaStream_t stream);
+  void grow(size_t need);  // a new, empty ring of at least need bytes
+  const void* take_region(const void* host, size_t bytes, Copy* copy);
 
   struct Region {
+    const void* host = nullptr;
     size_t offset = 0;
     size_t bytes = 0;
   };

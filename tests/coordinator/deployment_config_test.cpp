@@ -351,6 +351,10 @@ TEST(DeploymentConfig, CudaBackendStoresBf16WeightsUnlessToldOtherwise) {
   EXPECT_EQ(half.placement.weight_dtype, Dtype::f16);
   const auto cpu = parse_deployment(kTarget, "deploy.yaml");
   EXPECT_EQ(cpu.placement.weight_dtype, Dtype::f32);
+  EXPECT_TRUE(gpu.placement.cuda_graphs);
+  const auto op_by_op = parse_deployment(
+      kTarget + "placement:\n  backend: cuda\n  cuda_graphs: false\n", "deploy.yaml");
+  EXPECT_FALSE(op_by_op.placement.cuda_graphs);
 }
 
 TEST(DeploymentConfigErrors, NarrowWeightsNeedTheCudaBackend) {
@@ -447,6 +451,7 @@ TEST(DeploymentConfigErrors, RejectsEachBadValueWithItsKeyAndLine) {
       {"placement", "threads", "-1", "must be in [0, 1024], got -1"},
       {"placement", "backend", "tpu", "must be cpu or cuda, got \"tpu\""},
       {"placement", "weight_dtype", "int4", "must be bf16, fp16 or fp32, got \"int4\""},
+      {"placement", "cuda_graphs", "sometimes", "must be one of true, false, got \"sometimes\""},
       {"speculation", "drafter", "magic", "must be one of model, ngram, none, got \"magic\""},
       {"speculation", "gamma", "fast", "expected \"auto\" or an integer, got \"fast\""},
       {"speculation", "gamma", "65", "must be in [0, 64], got 65"},

@@ -124,9 +124,19 @@ TEST(MessagesCorrupt, TargetStepQSourceOutOfRange) {
   message.sequences.emplace_back();
   Bytes bytes = encode(message);
   // q_source is the byte before the q count (4), q_step (8), q_first_row
-  // (4) and the released count (4).
-  bytes[bytes.size() - 21] = std::byte{3};
+  // (4) and the released, truncated and truncated_lengths counts (4 each).
+  bytes[bytes.size() - 29] = std::byte{3};
   expect_corrupt([&] { decode_target_step(bytes); }, {"TargetStep", "sequences.q_source"});
+}
+
+TEST(MessagesCorrupt, TargetStepTruncationsNeedOneNonNegativeLengthEach) {
+  TargetStep message;
+  message.truncated = {3, 4};
+  message.truncated_lengths = {10};
+  expect_corrupt([&] { decode_target_step(encode(message)); },
+                 {"TargetStep", "truncated_lengths", "1 lengths for 2 truncated sequences"});
+  message.truncated_lengths = {10, -1};
+  expect_corrupt([&] { decode_target_step(encode(message)); }, {"TargetStep", "truncated_lengths"});
 }
 
 TEST(MessagesCorrupt, TargetStepQFirstRowMustNotBeNegative) {

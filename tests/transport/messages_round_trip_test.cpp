@@ -83,6 +83,8 @@ TEST(MessagesRoundTrip, TargetStep) {
     EXPECT_EQ(a.q_first_row, b.q_first_row);
   }
   EXPECT_EQ(got.released, sent.released);
+  EXPECT_EQ(got.truncated, sent.truncated);
+  EXPECT_EQ(got.truncated_lengths, sent.truncated_lengths);
 }
 
 TEST(MessagesRoundTrip, TargetResult) {

@@ -76,6 +76,8 @@ inline wire::TargetStep sample_target_step() {
   message.sequences.push_back(from_draft_rank);
 
   message.released = {-7, 8};
+  message.truncated = {5, 9};
+  message.truncated_lengths = {0, 33};
   return message;
 }
 

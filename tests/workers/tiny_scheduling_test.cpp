@@ -139,5 +139,21 @@ TEST_F(TinyScheduling, MirroredCacheReplaysTheEnginesAccounting) {
   EXPECT_THROW(accounting.layer(0), Error);  // accounting only: no storage to hand out
 }
 
+TEST_F(TinyScheduling, MirroredCacheFollowsPingPongStepsWhereSessionsSitOut) {
+  // Ping-pong: each step, the sessions drafting sit the target pass out. A
+  // session's rejected drafts are truncated on the engine's cache when it
+  // was verified, and the freed blocks go to others in the next pass, which
+  // it sits out: the mirror must free them then too (TargetStep::truncated).
+  // Blocks of 2 positions: most rejections free a block.
+  PagedKvCache accounting(target_config, 128, 2, *backend, {}, PagedKvCache::Storage::none);
+  PagedKvCache mirrored(target_config, 128, 2, *backend);
+  TargetStepRunner runner(*target, mirrored, TargetStepRunner::CacheMode::mirrored);
+  model_drafter->run_apart(true);
+  SpeculativeEngine engine(target_config, accounting, runner, drafters, limits);
+  engine.set_pipeline({PipelineMode::pingpong, 0.0});
+  expect_outputs_equal_runs_alone(engine);
+  EXPECT_EQ(accounting.used_blocks(), 0);
+}
+
 }  // namespace
 }  // namespace tandem

@@ -194,10 +194,21 @@ void SpeculativeEngine::release_sequence(SequenceId seq) {
   released_.push_back(seq);  // the executor's cache frees it with the next pass
 }
 
+void SpeculativeEngine::truncate_sequence(SequenceId seq, int length) {
+  if (length >= cache_.length(seq)) return;
+  cache_.truncate(seq, length);
+  truncated_.push_back(seq);  // the executor's cache too, before the next pass reserves
+  truncated_lengths_.push_back(length);
+}
+
 void SpeculativeEngine::run_target_step(wire::TargetStep& step, wire::TargetResult& result) {
   step.step = ++target_steps_;
   step.released = std::move(released_);
   released_.clear();
+  step.truncated = std::move(truncated_);
+  truncated_.clear();
+  step.truncated_lengths = std::move(truncated_lengths_);
+  truncated_lengths_.clear();
   target_->run(step, result);
 }
 

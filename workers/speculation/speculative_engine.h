@@ -262,6 +262,7 @@ class SpeculativeEngine {
   // Runs one target pass; the sequences released since the last one go with it.
   void run_target_step(wire::TargetStep& step, wire::TargetResult& result);
   void release_sequence(SequenceId seq);
+  void truncate_sequence(SequenceId seq, int length);  // and tell the executor's cache
   // One calibration pass of `tokens` new tokens (see speculative_calibration.cpp).
   double timed_pass(int tokens);
   void commit_and_report(StepPlan& plan);
@@ -292,6 +293,8 @@ class SpeculativeEngine {
   std::unique_ptr<TargetExecutor> owned_target_;  // the in-process runner, when given a model
   TargetExecutor* target_ = nullptr;
   std::vector<int64_t> released_;  // KV sequences freed since the last target pass
+  std::vector<int64_t> truncated_;  // KV sequences truncated since then...
+  std::vector<int32_t> truncated_lengths_;  // ...to these lengths
   uint64_t target_steps_ = 0;
   std::vector<DrafterSlot> drafters_;
   EngineLimits limits_;

@@ -225,7 +225,7 @@ int SpeculativeEngine::commit(Session& s, std::span<const int32_t> accepted, int
   }
   // Keep the target's K/V for committed tokens but the last (fed next step).
   const int committed = static_cast<int>(s.tokens.size());
-  cache_.truncate(s.seq, std::min(cache_.length(s.seq), committed - 1));
+  truncate_sequence(s.seq, std::min(cache_.length(s.seq), committed - 1));
   drafters_[s.drafter].drafter->commit(s.key, committed);
   return appended;
 }

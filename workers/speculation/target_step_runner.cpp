@@ -21,6 +21,11 @@ void TargetStepRunner::replay(const wire::TargetStep& step) {
     cache_.release(it->second);
     mirror_.erase(it);
   }
+  for (size_t i = 0; i < step.truncated.size(); ++i) {
+    auto it = mirror_.find(step.truncated[i]);
+    if (it == mirror_.end()) continue;  // truncated before it was ever fed
+    cache_.truncate(it->second, std::min(step.truncated_lengths[i], cache_.length(it->second)));
+  }
   for (const wire::TargetStep::Sequence& s : step.sequences) {
     auto it = mirror_.find(s.seq);
     if (it == mirror_.end()) it = mirror_.emplace(s.seq, cache_.create_sequence()).first;
