@@ -23,6 +23,13 @@ void verify_blocks(Backend& backend, int V, const float* logits, const wire::Tar
   int sampled_drafts = 0;
   size_t row = 0;
   size_t verified = 0;
+  // One argmax over every row serves all greedy blocks: each host read is a
+  // device synchronization.
+  const bool any_greedy = std::any_of(step.sequences.begin(), step.sequences.end(),
+                                      [](const wire::TargetStep::Sequence& s) {
+                                        return s.verify && s.sampling.greedy();
+                                      });
+  if (any_greedy) backend.argmax(logits, static_cast<int>(rows), V, argmaxes.data());
   for (const wire::TargetStep::Sequence& s : step.sequences) {
     const size_t first_row = row;
     row += static_cast<size_t>(s.logit_count);
@@ -34,7 +41,6 @@ void verify_blocks(Backend& backend, int V, const float* logits, const wire::Tar
     const int32_t* drafts = s.tokens.data() + s.tokens.size() - static_cast<size_t>(s.gamma);
     const size_t offset = first_row * V;
     if (s.sampling.greedy()) {
-      backend.argmax(logits + offset, s.gamma + 1, V, argmaxes.data() + first_row);
       greedy.push_back({s.gamma, drafts, argmaxes.data() + first_row});
       greedy_of.push_back(verified++);
       continue;
@@ -68,21 +74,22 @@ void verify_blocks(Backend& backend, int V, const float* logits, const wire::Tar
   }
 
   // The q rows where the verification op reads them: in place when the
-  // backend's ops read host memory, else copied to it block after block.
-  size_t q_values = 0;
-  for (std::span<const float> q : sampled_q) q_values += q.size();
-  if (!backend.reads_host_memory() && scratch.q.size() < q_values)
-    scratch.q = backend.allocate(q_values);
-  size_t q_at = 0;
-  for (size_t k = 0; k < sampled.size(); ++k) {
-    if (sampled_q[k].empty()) continue;
-    if (backend.reads_host_memory()) {
-      sampled[k].q = sampled_q[k].data();
-      continue;
+  // backend's ops read host memory, else side by side in one upload.
+  if (backend.reads_host_memory()) {
+    for (size_t k = 0; k < sampled.size(); ++k)
+      if (!sampled_q[k].empty()) sampled[k].q = sampled_q[k].data();
+  } else {
+    std::vector<float>& staged = scratch.q_host;
+    staged.clear();
+    for (std::span<const float> q : sampled_q) staged.insert(staged.end(), q.begin(), q.end());
+    if (scratch.q.size() < staged.size()) scratch.q = backend.allocate(staged.size());
+    if (!staged.empty()) backend.upload(staged, scratch.q.data());
+    size_t q_at = 0;
+    for (size_t k = 0; k < sampled.size(); ++k) {
+      if (sampled_q[k].empty()) continue;
+      sampled[k].q = scratch.q.data() + q_at;
+      q_at += sampled_q[k].size();
     }
-    backend.upload(sampled_q[k], scratch.q.data() + q_at);
-    sampled[k].q = scratch.q.data() + q_at;
-    q_at += sampled_q[k].size();
   }
 
   outcomes.assign(verified, {});

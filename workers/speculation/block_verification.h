@@ -24,7 +24,8 @@ namespace tandem {
 // host-to-device copy.
 struct VerifyScratch {
   Buffer probs;
-  Buffer q;
+  Buffer q;                   // every sampled block's q rows, on the device
+  std::vector<float> q_host;  // the same, gathered on the host for one upload
 };
 
 // outcomes: one per sequence with verify set, in step order. Rows with

@@ -10,9 +10,7 @@
 
 namespace tandem {
 
-ModelDrafter::ModelDrafter(LlamaModel& model, PagedKvCache& cache)
-    : model_(model), cache_(cache),
-      probs_(model.backend().allocate(static_cast<size_t>(model.config().vocab_size))) {}
+ModelDrafter::ModelDrafter(LlamaModel& model, PagedKvCache& cache) : model_(model), cache_(cache) {}
 
 ModelDrafter::~ModelDrafter() {
   if (apart_work_.valid()) apart_work_.wait();  // a draft still running on its thread
@@ -28,8 +26,6 @@ SequenceId ModelDrafter::sequence_for(SessionKey session) {
 void ModelDrafter::propose(std::span<const DraftRequest> requests,
                            std::vector<DraftProposal>& proposals) {
   const auto start = std::chrono::steady_clock::now();
-  const int V = model_.config().vocab_size;
-  Backend& backend = model_.backend();
   proposals.assign(requests.size(), DraftProposal{});
 
   // Round j feeds each still-drafting session its pending tokens: in round 1
@@ -62,24 +58,13 @@ void ModelDrafter::propose(std::span<const DraftRequest> requests,
     const float* logits = model_.forward(steps, cache_);
     ++last_passes_;
 
+    choose_tokens(requests, drafting, logits, round, proposals);
+
     std::vector<size_t> still;
     for (size_t row = 0; row < drafting.size(); ++row) {
       const size_t i = drafting[row];
-      const DraftRequest& r = requests[i];
       DraftProposal& out = proposals[i];
-      const float* logit_row = logits + row * static_cast<size_t>(V);
-      const int64_t position = static_cast<int64_t>(r.tokens.size()) + round - 1;
-      int32_t token = 0;
-      if (r.sampling.greedy()) {
-        backend.argmax(logit_row, 1, V, &token);
-      } else {
-        backend.standardize(logit_row, 1, V, std::span(&r.sampling, 1), probs_.data());
-        const size_t offset = out.q.size();
-        out.q.resize(offset + static_cast<size_t>(V));
-        backend.download(probs_.data(), std::span(out.q).subspan(offset));
-        const double u = philox_uniform(r.sampling.seed, position, RandomPurpose::draft_sample);
-        token = cpu::sample_row(out.q.data() + offset, V, u);
-      }
+      const int32_t token = round_tokens_[row];
       out.tokens.push_back(token);
       if (static_cast<int>(out.tokens.size()) < gammas[i]) {
         pending[i] = {token};
@@ -90,6 +75,52 @@ void ModelDrafter::propose(std::span<const DraftRequest> requests,
   }
   last_seconds_ =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+}
+
+void ModelDrafter::choose_tokens(std::span<const DraftRequest> requests,
+                                 std::span<const size_t> drafting, const float* logits, int round,
+                                 std::vector<DraftProposal>& proposals) {
+  // Every host read is a device synchronization: one argmax for the whole
+  // round, and one download of the standardized rows of every sampled session.
+  const int V = model_.config().vocab_size;
+  Backend& backend = model_.backend();
+  const int rows = static_cast<int>(drafting.size());
+  round_tokens_.assign(drafting.size(), 0);
+  std::vector<int32_t> sampled_rows;
+  std::vector<SamplingParams> sampled_params;
+  bool any_greedy = false;
+  for (size_t row = 0; row < drafting.size(); ++row) {
+    const SamplingParams& sampling = requests[drafting[row]].sampling;
+    any_greedy |= sampling.greedy();
+    if (!sampling.greedy()) {
+      sampled_rows.push_back(static_cast<int32_t>(row));
+      sampled_params.push_back(sampling);
+    }
+  }
+  if (any_greedy) backend.argmax(logits, rows, V, round_tokens_.data());
+  if (sampled_rows.empty()) return;
+
+  const size_t n = sampled_rows.size() * static_cast<size_t>(V);
+  if (sampled_logits_.size() < n) {
+    sampled_logits_ = backend.allocate(n);
+    probs_ = backend.allocate(n);
+  }
+  // The sampled sessions' logits side by side (the embedding op gathers rows).
+  backend.embedding(sampled_rows, logits, V, sampled_logits_.data());
+  const int sampled = static_cast<int>(sampled_rows.size());
+  backend.standardize(sampled_logits_.data(), sampled, V, sampled_params, probs_.data());
+  round_q_.resize(n);
+  backend.download(probs_.data(), round_q_);
+  for (int k = 0; k < sampled; ++k) {
+    const size_t row = static_cast<size_t>(sampled_rows[static_cast<size_t>(k)]);
+    const DraftRequest& r = requests[drafting[row]];
+    const float* q = round_q_.data() + static_cast<size_t>(k) * V;
+    std::vector<float>& out = proposals[drafting[row]].q;  // its rows, round after round
+    out.insert(out.end(), q, q + V);
+    const int64_t position = static_cast<int64_t>(r.tokens.size()) + round - 1;
+    const double u = philox_uniform(r.sampling.seed, position, RandomPurpose::draft_sample);
+    round_tokens_[row] = cpu::sample_row(q, V, u);
+  }
 }
 
 void ModelDrafter::begin_propose(std::span<const DraftRequest> requests) {

@@ -38,11 +38,17 @@ class ModelDrafter final : public Drafter {
 
  private:
   SequenceId sequence_for(SessionKey session);
+  // This round's token of each drafting session (into round_tokens_, by
+  // row), appending the q row of each sampled one to its proposal.
+  void choose_tokens(std::span<const DraftRequest> requests, std::span<const size_t> drafting,
+                     const float* logits, int round, std::vector<DraftProposal>& proposals);
 
   LlamaModel& model_;
   PagedKvCache& cache_;
   std::unordered_map<SessionKey, SequenceId> sequences_;
-  Buffer probs_;  // (V) one standardized row at a time
+  Buffer sampled_logits_, probs_;  // (S, V): the sampled sessions' rows of one round
+  std::vector<int32_t> round_tokens_;  // (rows) the round's tokens
+  std::vector<float> round_q_;         // (S, V) on the host
   double last_seconds_ = 0;
   int last_passes_ = 0;
   bool apart_ = false;
