@@ -2,10 +2,8 @@
 
 #include <algorithm>
 #include <chrono>
-#include <cstring>
 
 #include "common/error.h"
-#include "kernels/cpu/sampling.h"
 #include "kernels/philox.h"
 
 namespace tandem {
@@ -81,7 +79,8 @@ void ModelDrafter::choose_tokens(std::span<const DraftRequest> requests,
                                  std::span<const size_t> drafting, const float* logits, int round,
                                  std::vector<DraftProposal>& proposals) {
   // Every host read is a device synchronization: one argmax for the whole
-  // round, and one download of the standardized rows of every sampled session.
+  // round; for the sampled sessions, one standardization and one draw on
+  // the device for all of them, and one download of their q rows.
   const int V = model_.config().vocab_size;
   Backend& backend = model_.backend();
   const int rows = static_cast<int>(drafting.size());
@@ -109,17 +108,24 @@ void ModelDrafter::choose_tokens(std::span<const DraftRequest> requests,
   backend.embedding(sampled_rows, logits, V, sampled_logits_.data());
   const int sampled = static_cast<int>(sampled_rows.size());
   backend.standardize(sampled_logits_.data(), sampled, V, sampled_params, probs_.data());
+  // Each session's draw from its own Philox stream, where the rows are.
+  std::vector<double> uniforms;
+  for (int32_t row : sampled_rows) {
+    const DraftRequest& r = requests[drafting[static_cast<size_t>(row)]];
+    const int64_t position = static_cast<int64_t>(r.tokens.size()) + round - 1;
+    uniforms.push_back(philox_uniform(r.sampling.seed, position, RandomPurpose::draft_sample));
+  }
+  std::vector<int32_t> drawn(sampled_rows.size());
+  backend.sample(probs_.data(), sampled, V, uniforms, drawn.data());
+  // The q rows go to the target's verification (see DraftProposal::q).
   round_q_.resize(n);
   backend.download(probs_.data(), round_q_);
   for (int k = 0; k < sampled; ++k) {
     const size_t row = static_cast<size_t>(sampled_rows[static_cast<size_t>(k)]);
-    const DraftRequest& r = requests[drafting[row]];
+    round_tokens_[row] = drawn[static_cast<size_t>(k)];
     const float* q = round_q_.data() + static_cast<size_t>(k) * V;
     std::vector<float>& out = proposals[drafting[row]].q;  // its rows, round after round
     out.insert(out.end(), q, q + V);
-    const int64_t position = static_cast<int64_t>(r.tokens.size()) + round - 1;
-    const double u = philox_uniform(r.sampling.seed, position, RandomPurpose::draft_sample);
-    round_tokens_[row] = cpu::sample_row(q, V, u);
   }
 }
 
