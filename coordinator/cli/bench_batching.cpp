@@ -21,7 +21,6 @@
 namespace tandem::cli {
 namespace {
 
-using Clock = std::chrono::steady_clock;
 
 struct Run {
   double tokens_per_second = 0;
@@ -41,22 +40,16 @@ Run run_batch(SpeculativeEngine& engine, const OpenModel& open, int batch, int m
     request.drafter = drafter;
     engine.add(std::move(request));
   }
-  long tokens = 0;
   double gamma_sum = 0, draft_seconds = 0, target_seconds = 0;
-  int steps = 0;
-  const auto start = Clock::now();
-  while (engine.running() + engine.waiting() > 0) {
-    engine.step();
-    const StepReport& step = engine.last_step();
-    for (const auto& session : step.sessions) tokens += session.emitted;
+  const DecodeRun decoded = decode_all(engine, [&](const StepReport& step) {
     gamma_sum += step.mean_gamma;
     draft_seconds += step.draft_seconds;
     target_seconds += step.target_seconds;
-    ++steps;
-  }
-  const double seconds = std::chrono::duration<double>(Clock::now() - start).count();
+  });
+  const int steps = decoded.steps;
+  const double seconds = decoded.seconds;
   Run run;
-  run.tokens_per_second = tokens / seconds;
+  run.tokens_per_second = decoded.tokens / seconds;
   run.mean_gamma = gamma_sum / steps;
   run.c = engine.cost_ratio("model");
   run.v2 = engine.cost_model().relative_cost(batch, 2);

@@ -24,7 +24,6 @@
 namespace tandem::cli {
 namespace {
 
-using Clock = std::chrono::steady_clock;
 
 struct Measured {
   double tokens_per_second = 0;
@@ -39,24 +38,18 @@ Measured run_batch(SpeculativeEngine& engine, const OpenModel& open, int batch, 
   for (int i = 0; i < batch; ++i)
     engine.add(bench_session(open, i, max_tokens, /*temperature=*/0, GammaPolicy{false, gamma}));
   Measured m;
-  long tokens = 0;
   double draft = 0, target = 0, steps_seconds = 0;
-  const auto start = Clock::now();
-  while (engine.running() + engine.waiting() > 0) {
-    engine.step();
-    const StepReport& step = engine.last_step();
-    for (const auto& session : step.sessions) tokens += session.emitted;
+  const DecodeRun run = decode_all(engine, [&](const StepReport& step) {
     draft += step.draft_busy_seconds;
     target += step.target_seconds;
     steps_seconds += step.step_seconds;
     m.ahead += step.ahead_drafts;
     m.hits += step.ahead_hits;
     if (step.shape != StepShape::plain) ++m.pipelined;
-    ++m.steps;
-  }
-  const double seconds = std::chrono::duration<double>(Clock::now() - start).count();
-  m.tokens_per_second = tokens / seconds;
-  m.ms_per_token = 1e3 * seconds / (static_cast<double>(tokens) / batch);
+  });
+  m.steps = run.steps;
+  m.tokens_per_second = run.tokens / run.seconds;
+  m.ms_per_token = 1e3 * run.seconds / (static_cast<double>(run.tokens) / batch);
   m.draft_ms = 1e3 * draft / m.steps;
   m.target_ms = 1e3 * target / m.steps;
   m.step_ms = 1e3 * steps_seconds / m.steps;

@@ -2,6 +2,7 @@
 // English openings (the tiny models' kind of text), cycled over the batch.
 #pragma once
 
+#include <chrono>
 #include <iterator>
 
 #include "coordinator/cli/model_options.h"
@@ -26,6 +27,28 @@ inline SpeculationRequest bench_session(const OpenModel& open, int i, int max_to
   request.sampling.seed = static_cast<uint64_t>(i + 1);
   request.gamma = gamma;
   return request;
+}
+
+// Steps `engine` until every session has ended, handing each step's report
+// to on_step: the wall time, the steps and the tokens emitted.
+struct DecodeRun {
+  double seconds = 0;
+  int steps = 0;
+  long tokens = 0;
+};
+template <typename OnStep>
+DecodeRun decode_all(SpeculativeEngine& engine, OnStep on_step) {
+  DecodeRun run;
+  const auto start = std::chrono::steady_clock::now();
+  while (engine.running() + engine.waiting() > 0) {
+    engine.step();
+    const StepReport& step = engine.last_step();
+    for (const auto& session : step.sessions) run.tokens += session.emitted;
+    ++run.steps;
+    on_step(step);
+  }
+  run.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  return run;
 }
 
 }  // namespace tandem::cli

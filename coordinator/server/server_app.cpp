@@ -88,7 +88,6 @@ struct ServerApp::Parts {
   std::unique_ptr<NgramDrafter> ngram_drafter;
   NoDrafter no_drafter;
   std::unique_ptr<TargetExecutor> target_executor;  // here (TargetStepRunner) or RemoteTarget
-  bool takes_draft_rank_rows = false;  // the target is here, the draft on its own rank
   std::unique_ptr<SpeculativeEngine> engine;
   std::unique_ptr<Scheduler> scheduler;
   mutable std::mutex lost_mutex;
@@ -230,7 +229,6 @@ void ServerApp::load_models() {
       *parts.target.model, *parts.target.cache, TargetStepRunner::CacheMode::shared,
       std::move(draft_rank_rows));
   if (remote_draft) {
-    parts.takes_draft_rank_rows = true;
     static_cast<RemoteDrafter&>(*parts.model_drafter)
         .set_q_rows_sink([&runner = *runner](wire::QRows rows) { runner.deliver_q_rows(std::move(rows)); });
   }
@@ -282,7 +280,10 @@ void ServerApp::shutdown() {
   // The draft rank may still be sending rows no step needed; it cannot
   // take its Shutdown (and the job cannot end) until they are taken. A lost
   // rank ends the job without waiting.
-  if (parts.takes_draft_rank_rows && lost().empty() && !cluster_->drop_q_rows_until_end())
+  const PlacementConfig& placement = config_.placement;
+  const bool takes_draft_rank_rows =
+      cluster_ && config_.draft && placement.draft_is_remote() && !placement.target_is_remote();
+  if (takes_draft_rank_rows && lost().empty() && !cluster_->drop_q_rows_until_end())
     log_line(log_, "the draft rank did not end its q rows within the step timeout");
 }
 

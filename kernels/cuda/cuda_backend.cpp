@@ -313,7 +313,6 @@ class CudaBackend final : public Backend {
 
   void begin_step_graph() override {
     use_device();
-    run_recorded_ops();
     // Staging starts at the ring's start, so that equal steps stage to
     // equal addresses (part of the key).
     TANDEM_CUDA_CHECK(cudaStreamSynchronize(stream_));
@@ -321,10 +320,7 @@ class CudaBackend final : public Backend {
     graphs_.begin();
   }
   void set_step_graphs(bool on) override { graphs_.set_enabled(on); }
-  StepGraphStats step_graph_stats() const override {
-    const cuda::StepGraphs::Stats s = graphs_.stats();
-    return {s.captured, s.replayed, s.eager};
-  }
+  StepGraphStats step_graph_stats() const override { return graphs_.stats(); }
 
   void verify_greedy(std::span<const GreedyBlock> blocks, std::span<VerifyOutcome> out) override {
     // Only host ids are involved (argmax brought them over): the CPU twin is

@@ -36,6 +36,13 @@ struct CdfStorage {
   BlockScanF64::TempStorage scan;
 };
 
+// The shared memory of a kernel that measures a row's mass and draws from
+// it (sample.cu; verify.cu adds its own fields).
+struct DrawStorage {
+  ReduceStorage reduce;
+  CdfStorage cdf;
+};
+
 // What sample_row checks before it draws.
 struct RowMass {
   double total;       // sum of the positive entries (+inf ones included), in double

@@ -15,14 +15,9 @@ namespace {
 
 using namespace sampling;
 
-struct Storage {
-  ReduceStorage reduce;
-  CdfStorage cdf;
-};
-
 __global__ void __launch_bounds__(kThreads)
     sample_kernel(const float* probs, int V, const double* uniforms, int32_t* out) {
-  __shared__ Storage s;
+  __shared__ DrawStorage s;
   const float* row = probs + static_cast<size_t>(blockIdx.x) * static_cast<size_t>(V);
   const auto entry = [row](int i) { return row[i]; };
   const double u = uniforms[blockIdx.x];

@@ -26,14 +26,12 @@
 #include <unordered_set>
 #include <vector>
 
+#include "kernels/backend.h"
+
 namespace tandem::cuda {
 
 class StepGraphs {
  public:
-  struct Stats {
-    int64_t captured = 0, replayed = 0, eager = 0;
-  };
-
   StepGraphs() = default;
   StepGraphs(const StepGraphs&) = delete;
   StepGraphs& operator=(const StepGraphs&) = delete;
@@ -54,7 +52,7 @@ class StepGraphs {
   // Ends the step: replays, captures or runs it on `stream` (see above).
   // Does not wait for it.
   void finish(cudaStream_t stream);
-  Stats stats() const { return stats_; }
+  Backend::StepGraphStats stats() const { return stats_; }
 
  private:
   void capture_and_launch(cudaStream_t stream);
@@ -67,7 +65,7 @@ class StepGraphs {
   std::unordered_map<std::string, cudaGraphExec_t> graphs_;
   std::deque<std::string> graph_order_;     // oldest first, for eviction
   std::unordered_set<size_t> seen_once_;    // hashes of keys run op by op
-  Stats stats_;
+  Backend::StepGraphStats stats_;
 };
 
 }  // namespace tandem::cuda

@@ -27,9 +27,7 @@ namespace {
 
 using namespace sampling;
 
-struct Storage {
-  ReduceStorage reduce;
-  CdfStorage cdf;
+struct Storage : DrawStorage {
   int bad_draft;
   int accepted;
 };
