@@ -1,6 +1,7 @@
 #include "kernels/backend.h"
 
 #include <utility>
+#include <vector>
 
 #include "common/error.h"
 #ifdef TANDEM_HAVE_CUDA
@@ -45,6 +46,14 @@ Buffer Backend::upload_weights(std::span<const float> host) {
   Buffer buffer = allocate(host.size());
   if (!host.empty()) upload(host, buffer.data());
   return buffer;
+}
+
+void Backend::copy_from(Backend& source, const float* from, size_t n, float* to) {
+  if (n == 0) return;
+  if (source.reads_host_memory()) return upload(std::span(from, n), to);
+  std::vector<float> staged(n);
+  source.download(from, staged);
+  upload(staged, to);
 }
 
 int cuda_device_count() {

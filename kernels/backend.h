@@ -103,12 +103,24 @@ class Backend {
   virtual Buffer allocate(size_t count) = 0;  // zero-filled floats
   virtual void upload(std::span<const float> host, float* device) = 0;
   virtual void download(const float* device, std::span<float> host) = 0;
+  // download() of memory whose writes have all finished (a drafter's rows
+  // after propose() returned), safe while another thread runs this
+  // backend's ops: it touches none of the backend's queued state.
+  virtual void download_finished(const float* device, std::span<float> host) {
+    download(device, host);
+  }
   // Returns once every op queued so far has finished (a no-op where ops run
   // synchronously): what timing a step must wait for.
   virtual void synchronize() {}
   // Whether the ops read host memory as it is (the CPU backend), so host
   // data an op needs can be passed without an upload.
   virtual bool reads_host_memory() const { return false; }
+  // to (n) = from (n), where `from` is memory of `source`: another backend
+  // of this process (the draft's GPU) or this one. Queued like an op; what
+  // `source` queued to write `from` must have finished. The default goes
+  // through the host (a download and an upload); the CUDA backend copies
+  // device to device (over NVLink or PCIe between two GPUs).
+  virtual void copy_from(Backend& source, const float* from, size_t n, float* to);
   // The dtype weight matrices are stored in, and a buffer holding host's
   // values converted to it (round to nearest even). The CPU backend keeps
   // f32; the CUDA backend bf16 or f16, as it was made.
@@ -127,6 +139,14 @@ class Backend {
   virtual void begin_step_graph() {}
   // Whether begin_step_graph() records (set_step_graphs(false): never).
   virtual void set_step_graphs(bool) {}
+  // Whether every matmul sums in an order fixed by its inner size alone,
+  // whatever the number of rows (true: a token's logits do not depend on
+  // the batch around it, at any batch size). The CPU backend always does.
+  // The CUDA backend does up to 64 rows (decode and verification) and by
+  // default hands larger ones (prefill chunks, big batches) to cuBLAS,
+  // whose summation order depends on the shape; set_batch_invariant(true)
+  // keeps them on its own kernel, several times slower there.
+  virtual void set_batch_invariant(bool) {}
   struct StepGraphStats {
     int64_t captured = 0;  // steps recorded into a new graph
     int64_t replayed = 0;  // steps that launched a graph recorded before

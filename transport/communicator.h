@@ -18,14 +18,21 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <cstring>
 #include <memory>
 #include <optional>
 #include <span>
+#include <string>
 #include <vector>
+
+#include "common/error.h"
 
 namespace tandem {
 
 using Bytes = std::vector<std::byte>;
+
+// The tag the default send_floats() uses for its byte messages.
+constexpr int kFloatsTag = 70;
 
 class Communicator {
  public:
@@ -48,6 +55,21 @@ class Communicator {
   // timeout_seconds (negative: forever); std::nullopt when it passed.
   virtual std::optional<Bytes> receive(int from, int tag, double timeout_seconds) = 0;
 
+  // Floats point to point in the communicator's float memory, the memory
+  // its collectives take: GPU memory for NCCL (floats_on_device()), host
+  // memory otherwise. The receiver names the exact count; floats between
+  // two ranks arrive in the order sent. The sent floats must be finished
+  // (no device work still writing them) and the receiving buffer free:
+  // neither call waits for other work on the device. receive_floats()
+  // waits as long as it takes, so call it only when the sender is known to
+  // be sending (a message said so). The defaults send them as a byte message with
+  // kFloatsTag; NCCL sends them GPU to GPU.
+  virtual bool floats_on_device() const { return false; }
+  virtual void send_floats(std::span<const float> data, int to) {
+    send(std::as_bytes(data), to, kFloatsTag);
+  }
+  virtual void receive_floats(std::span<float> data, int from);
+
   // A communicator over the given ranks of this one (numbered in that
   // order). Every rank of this communicator must call it with the same
   // list; ranks not in the list get nullptr.
@@ -57,5 +79,21 @@ class Communicator {
   // is lost and waiting for it would hang every other rank).
   [[noreturn]] virtual void abort_job(int exit_code) = 0;
 };
+
+// Inline, like the rest of this interface: libraries that only talk
+// through a Communicator need not link the transport library.
+inline void Communicator::receive_floats(std::span<float> data, int from) {
+  std::optional<Bytes> bytes = receive(from, kFloatsTag, -1);
+  require(bytes.has_value(), ErrorKind::internal, [&] {
+    return "receive_floats: no floats from rank " + std::to_string(from) +
+           " (this communicator cannot wait for them)";
+  });
+  require(bytes->size() == data.size_bytes(), ErrorKind::internal, [&] {
+    return "receive_floats: rank " + std::to_string(from) + " sent " +
+           std::to_string(bytes->size() / sizeof(float)) + " floats, " +
+           std::to_string(data.size()) + " were expected";
+  });
+  if (!data.empty()) std::memcpy(data.data(), bytes->data(), bytes->size());
+}
 
 }  // namespace tandem

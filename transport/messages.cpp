@@ -125,7 +125,7 @@ void write_draft_entry(ByteWriter& writer, const DraftStep::Entry& entry) {
 
 void write_q_entry(ByteWriter& writer, const QRows::Entry& entry) {
   writer.u64(entry.session);
-  writer.f32s(entry.q);
+  writer.i32(entry.rows);
 }
 
 void write_sequence(ByteWriter& writer, const TargetStep::Sequence& sequence) {
@@ -139,6 +139,10 @@ void write_sequence(ByteWriter& writer, const TargetStep::Sequence& sequence) {
   writer.i64(sequence.first_position);
   writer.f32(sequence.lenience);
   writer.u64(sequence.session);
+  require(sequence.q_source != QSource::local, ErrorKind::internal, [&] {
+    return "TargetStep: session " + std::to_string(sequence.session) +
+           " has q rows in this process's memory (q_source local), which cannot be sent";
+  });
   writer.u8(static_cast<uint8_t>(sequence.q_source));
   writer.f32s(sequence.q);
   writer.u64(sequence.q_step);
@@ -277,6 +281,7 @@ Bytes encode(const QRows& message) {
   writer.i32(message.vocab);
   writer.count(message.entries.size());
   for (const QRows::Entry& entry : message.entries) write_q_entry(writer, entry);
+  writer.i32s(message.runs);
   return finish(writer);
 }
 
@@ -355,13 +360,19 @@ QRows decode_q_rows(std::span<const std::byte> bytes) {
   for (uint32_t i = 0; i < entries; ++i) {
     QRows::Entry entry;
     entry.session = reader.u64("entries.session");
-    entry.q = reader.f32s("entries.q");
-    const size_t q = entry.q.size();
-    if (message.vocab == 0 ? q != 0 : q % static_cast<size_t>(message.vocab) != 0) {
-      reader.fail("entries.q", std::to_string(q) + " values are not whole rows of vocab " +
-                                   std::to_string(message.vocab));
-    }
-    message.entries.push_back(std::move(entry));
+    entry.rows = reader.i32("entries.rows");
+    require_non_negative(reader, "entries.rows", entry.rows);
+    message.entries.push_back(entry);
+  }
+  message.runs = reader.i32s("runs");
+  size_t in_runs = 0;
+  for (int32_t run : message.runs) {
+    if (run <= 0) reader.fail("runs", "a run of " + std::to_string(run) + " entries");
+    in_runs += static_cast<size_t>(run);
+  }
+  if (in_runs != message.entries.size()) {
+    reader.fail("runs", "cover " + std::to_string(in_runs) + " entries of " +
+                            std::to_string(message.entries.size()));
   }
   reader.expect_end();
   return message;

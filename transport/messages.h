@@ -3,7 +3,9 @@
 // One step of the engine (DESIGN.md, "One step"):
 //   coordinator → draft rank      DraftStep     sessions to draft for, γ each
 //   draft rank  → coordinator     DraftReply    the drafted tokens
-//   draft rank  → target rank 0   QRows         q rows of sampled sessions
+//   draft rank  → target rank 0   QRows         which sampled sessions' q rows follow
+//                                 (the rows themselves: floats on the q link,
+//                                 device to device with NCCL)
 //   coordinator → every TP rank   TargetStep    the ragged batch to verify
 //   target rank 0 → coordinator   TargetResult  n, t and β per block
 //   coordinator → every worker    Shutdown      leave the serving loop
@@ -28,8 +30,9 @@
 
 namespace tandem::wire {
 
-// 2: TargetStep sequences name their QRows; 3: TargetStep carries truncations
-constexpr uint16_t kFormatVersion = 3;
+// 2: TargetStep sequences name their QRows; 3: TargetStep carries truncations;
+// 4: QRows carries row counts, the rows follow apart
+constexpr uint16_t kFormatVersion = 4;
 
 enum class MessageType : uint16_t {
   draft_step = 1,
@@ -65,20 +68,26 @@ struct DraftReply {
   double seconds = 0;                        // the draft rank's propose() time
 };
 
-// Standardized draft rows q_1..q_γ' of the sampled sessions of one step.
-// The q rows one draft step produced for its sampled sessions. A QRows with
-// no entries ends the stream: the draft rank sends one after Shutdown, and
-// whoever takes its rows takes them until then, because a large MPI send
-// waits for its receiver and rows nobody needed would keep the draft rank
-// (and so the job) from finishing.
+// Which standardized draft rows q_1..q_γ' one draft step produced for its
+// sampled sessions. The rows themselves follow on the q link, the entries'
+// rows side by side in entry order, in runs of consecutive entries (one
+// transfer each: runs[i] entries' rows × vocab floats), the receiver
+// putting them side by side again (coordinator/cluster/q_rows_link.h):
+// over NCCL they go from the draft GPU to the target GPU without touching
+// either host.
+// A QRows with no entries ends the stream: the draft rank sends one after
+// Shutdown, and whoever takes its rows takes them until then, because a
+// large send waits for its receiver and rows nobody needed would keep the
+// draft rank (and so the job) from finishing.
 struct QRows {
   uint64_t step = 0;
   int32_t vocab = 0;
   struct Entry {
     uint64_t session = 0;
-    std::vector<float> q;  // (γ', vocab)
+    int32_t rows = 0;  // γ'
   };
   std::vector<Entry> entries;
+  std::vector<int32_t> runs;  // entries per transfer, Σ = entries.size(); each > 0
 };
 
 // Where the q rows of a verified block come from.
@@ -86,6 +95,10 @@ enum class QSource : uint8_t {
   one_hot = 0,    // deterministic drafter or greedy session: q_j one-hot at x_j
   inline_rows = 1,  // carried in TargetStep::Sequence::q
   draft_rank = 2,   // in the QRows of draft step q_step, from the draft rank
+  // In the verifying process's memory, handed to the executor beside the
+  // message (TargetExecutor::run). Never on the wire: a remote target gets
+  // such rows inline.
+  local = 3,
 };
 
 struct TargetStep {

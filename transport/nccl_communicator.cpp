@@ -254,6 +254,31 @@ void NcclCommunicator::gather(std::span<const float> mine, std::span<float> all,
   wait_for_collective("gather (ncclSend/ncclRecv)");
 }
 
+// ---- device floats point to point -----------------------------------------------
+// Each call waits until its transfer is done: the receiver may read the
+// floats right away, and the sender may reuse its buffer. Unlike the
+// collectives they do not wait for the device's other work first (the
+// floats are finished, see communicator.h): the draft's GPU may be busy
+// drafting the next block, even capturing a graph of it, on another thread.
+
+void NcclCommunicator::send_floats(std::span<const float> data, int to) {
+  require_peer(to, "ncclSend");
+  if (data.empty()) return;  // the receiver names the same count: no call there either
+  require_device_memory(data.data(), "ncclSend");
+  check(cudaSetDevice(device_), "cudaSetDevice");
+  check(ncclSend(data.data(), data.size(), ncclFloat, to, comm_, stream_), "ncclSend");
+  wait_for_collective("ncclSend");
+}
+
+void NcclCommunicator::receive_floats(std::span<float> data, int from) {
+  require_peer(from, "ncclRecv");
+  if (data.empty()) return;
+  require_device_memory(data.data(), "ncclRecv");
+  check(cudaSetDevice(device_), "cudaSetDevice");
+  check(ncclRecv(data.data(), data.size(), ncclFloat, from, comm_, stream_), "ncclRecv");
+  wait_for_collective("ncclRecv");
+}
+
 // ---- host bytes: the host communicator's ------------------------------------------
 
 void NcclCommunicator::broadcast(Bytes& bytes, int root) { host_->broadcast(bytes, root); }

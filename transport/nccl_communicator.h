@@ -5,8 +5,9 @@
 // the same group (the MpiCommunicator that split() made) and passes it
 // everything on host bytes (broadcast, send/receive with their tags and
 // timeouts, rank/size, abort_job). The float collectives (all_reduce_sum,
-// all_gather, gather) take DEVICE pointers and go through NCCL. A host
-// pointer there is an Error, not a crash inside NCCL.
+// all_gather, gather) and floats point to point (send_floats,
+// receive_floats) take DEVICE pointers and go through NCCL. A host pointer
+// there is an Error, not a crash inside NCCL.
 //
 // One GPU per rank: NCCL does not support two ranks of one communicator on
 // the same device (it fails with "Duplicate GPU detected" or hangs), so
@@ -48,6 +49,11 @@ class NcclCommunicator final : public Communicator {
   void all_reduce_sum(std::span<float> data) override;
   void all_gather(std::span<const float> mine, std::span<float> all) override;
   void gather(std::span<const float> mine, std::span<float> all, int root) override;
+
+  // Device floats point to point: ncclSend / ncclRecv on the stream.
+  bool floats_on_device() const override { return true; }
+  void send_floats(std::span<const float> data, int to) override;
+  void receive_floats(std::span<float> data, int from) override;
 
   // Host bytes: the host communicator's.
   void broadcast(Bytes& bytes, int root) override;

@@ -8,21 +8,17 @@
 
 namespace tandem {
 
-namespace {
-
-[[noreturn]] void lost(const ClusterLayout& layout, int from, const std::string& what) {
+void PeerChannel::throw_lost(int from, const std::string& what) const {
   std::ostringstream message;  // << writes 2 s, not 2.000000 s
-  message << layout.describe(from) << " did not " << what << " within "
-          << layout.placement.step_timeout_seconds
+  message << layout_.describe(from) << " did not " << what << " within "
+          << layout_.placement.step_timeout_seconds
           << " s (placement.step_timeout_seconds): it is lost";
   throw Error(ErrorKind::unavailable, message.str());
 }
 
-}  // namespace
-
 Bytes PeerChannel::await(int from, int tag, const std::string& what) {
   std::optional<Bytes> bytes = world_.receive(from, tag, layout_.placement.step_timeout_seconds);
-  if (!bytes) lost(layout_, from, what);
+  if (!bytes) throw_lost(from, what);
   return std::move(*bytes);
 }
 
@@ -33,7 +29,7 @@ Bytes PeerChannel::await(int from, int tag, const std::string& what,
   for (;;) {
     while_waiting();
     if (std::optional<Bytes> bytes = world_.receive(from, tag, 0.002)) return std::move(*bytes);
-    if (std::chrono::steady_clock::now() > deadline) lost(layout_, from, what);
+    if (std::chrono::steady_clock::now() > deadline) throw_lost(from, what);
   }
 }
 
@@ -41,16 +37,6 @@ Bytes PeerChannel::wait_forever(int from, int tag) {
   std::optional<Bytes> bytes = world_.receive(from, tag, -1);
   require(bytes.has_value(), ErrorKind::internal, "a receive without timeout returned nothing");
   return std::move(*bytes);
-}
-
-bool PeerChannel::drop_q_rows_until_end() {
-  const int tag = wire::tag_of(wire::MessageType::q_rows);
-  for (;;) {
-    std::optional<Bytes> bytes =
-        world_.receive(layout_.placement.draft_rank, tag, layout_.placement.step_timeout_seconds);
-    if (!bytes) return false;
-    if (wire::decode_q_rows(*bytes).entries.empty()) return true;
-  }
 }
 
 }  // namespace tandem

@@ -12,6 +12,7 @@
 #include <string>
 
 #include "coordinator/cluster/cluster_layout.h"
+#include "coordinator/cluster/q_rows_link.h"
 #include "transport/communicator.h"
 #include "transport/messages.h"
 
@@ -35,16 +36,19 @@ class PeerChannel {
   // the message is there (to take other messages meanwhile).
   Bytes await(int from, int tag, const std::string& what,
               const std::function<void()>& while_waiting);
+  // Error(unavailable): "rank N (role) did not <what> within T s ...".
+  [[noreturn]] void throw_lost(int from, const std::string& what) const;
   // Waits as long as it takes (workers waiting for their next command).
   Bytes wait_forever(int from, int tag);
-  // At shutdown, on the rank that takes the draft rank's q rows: takes and
-  // drops them until the empty QRows that ends them (see wire::QRows).
-  // False if it did not come within the step timeout.
-  bool drop_q_rows_until_end();
+  // The draft rank's q rows link, on the draft rank and the rank that
+  // verifies (nullptr elsewhere, and in jobs without a draft rank).
+  QRowsLink* q_rows_link() const { return q_rows_link_; }
+  void set_q_rows_link(QRowsLink* link) { q_rows_link_ = link; }
 
  private:
   Communicator& world_;
   const ClusterLayout& layout_;
+  QRowsLink* q_rows_link_ = nullptr;
 };
 
 }  // namespace tandem

@@ -45,15 +45,8 @@ void RemoteDrafter::finish_propose(std::vector<DraftProposal>& proposals) {
   const int rank = channel_.layout().placement.draft_rank;
   const int reply_tag = wire::tag_of(wire::MessageType::draft_reply);
   const std::string what = "return draft step " + std::to_string(step);
-  const Bytes bytes =
-      q_rows_sink_ ? channel_.await(rank, reply_tag, what,
-                                    [&] {
-                                      const int tag = wire::tag_of(wire::MessageType::q_rows);
-                                      while (std::optional<Bytes> rows =
-                                                 channel_.world().receive(rank, tag, 0))
-                                        q_rows_sink_(wire::decode_q_rows(*rows));
-                                    })
-                   : channel_.await(rank, reply_tag, what);
+  const Bytes bytes = take_q_rows_ ? channel_.await(rank, reply_tag, what, take_q_rows_)
+                                   : channel_.await(rank, reply_tag, what);
   wire::DraftReply reply = wire::decode_draft_reply(bytes);
   require(reply.step == step && reply.tokens.size() == in_flight_sampled_.size(),
           ErrorKind::internal, [&] {

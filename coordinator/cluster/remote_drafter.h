@@ -37,10 +37,11 @@ class RemoteDrafter final : public Drafter {
   double last_seconds() const override { return last_seconds_; }
 
   // With the target in the coordinator's own process, the q rows the draft
-  // rank sends come here too: they go to `sink` (the target runner's inbox)
-  // as they arrive while this drafter waits for a reply, so the draft rank
-  // is never left waiting to hand over rows nobody asked for yet.
-  void set_q_rows_sink(std::function<void(wire::QRows)> sink) { q_rows_sink_ = std::move(sink); }
+  // rank sends come here too: while this drafter waits for a reply it calls
+  // take() every couple of milliseconds, which hands the rows that came to
+  // the target runner's inbox, so the draft rank is never left waiting to
+  // hand over rows nobody asked for yet.
+  void take_q_rows(std::function<void()> take) { take_q_rows_ = std::move(take); }
 
   bool overlaps() const override { return true; }
   void begin_propose(std::span<const DraftRequest> requests) override;
@@ -54,7 +55,7 @@ class RemoteDrafter final : public Drafter {
   double last_seconds_ = 0;
   // The draft step in flight between begin and finish.
   std::vector<bool> in_flight_sampled_;  // per request: its q rows stay at the draft rank
-  std::function<void(wire::QRows)> q_rows_sink_;
+  std::function<void()> take_q_rows_;
 };
 
 }  // namespace tandem

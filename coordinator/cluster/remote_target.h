@@ -4,6 +4,12 @@
 // verification result. A rank that stays silent past the step timeout is
 // lost: run() throws Error(unavailable) naming it, and every later run()
 // throws the same at once (the group cannot recover a missing shard).
+//
+// The q rows of a drafter in this process go to target rank 0 over the q
+// rows link (GPU to GPU with NCCL) just before the step, named by the
+// step's number as if a draft rank had sent them; without a link they go
+// inline in the step (one download each). Either way only target rank 0
+// gets them: the other shards do not verify.
 #pragma once
 
 #include <optional>
@@ -16,13 +22,20 @@ namespace tandem {
 
 class RemoteTarget final : public TargetExecutor {
  public:
-  explicit RemoteTarget(PeerChannel& channel) : channel_(channel) {}
-  void run(wire::TargetStep& step, wire::TargetResult& result) override;
+  RemoteTarget(PeerChannel& channel, int vocab) : channel_(channel), vocab_(vocab) {}
+  using TargetExecutor::run;
+  void run(wire::TargetStep& step, std::span<const DeviceRows> local_q,
+           wire::TargetResult& result) override;
   // Why the group is lost; empty while it answers.
   const std::string& lost() const { return lost_; }
 
  private:
+  // Sends the local rows over the link, or moves them inline; returns
+  // whether any went inline.
+  bool hand_over_q_rows(wire::TargetStep& step, std::span<const DeviceRows> local_q);
+
   PeerChannel& channel_;
+  int vocab_;
   std::string lost_;
 };
 

@@ -48,11 +48,8 @@ int run_worker(const DeploymentConfig& config, PeerChannel& channel, Communicato
   const auto start = std::chrono::steady_clock::now();
   const bool draft = layout.role == Role::draft;
   const PlacementConfig& placement = config.placement;
-  std::unique_ptr<Backend> backend =
-      make_backend(placement.backend,
-                   draft ? placement.draft_device : placement.target_device(layout.tp_rank),
-                   placement.weight_dtype);
-  backend->set_step_graphs(placement.cuda_graphs);
+  std::unique_ptr<Backend> backend = make_placement_backend(
+      placement, draft ? placement.draft_device : placement.target_device(layout.tp_rank));
   ModelSpec spec = draft ? model_spec(*config.draft, config.scheduler.draft_kv_blocks,
                                       config.scheduler.block_size)
                          : model_spec(config.target, config.scheduler.kv_blocks,
@@ -99,7 +96,12 @@ int serve_in_role(DeploymentConfig config) {
   std::unique_ptr<Communicator> tp_group = world->split(layout.placement.target_ranks);
   if (tp_group && tp_group->size() > 1 && layout.placement.backend == BackendKind::cuda)
     tp_group = gpu_group(std::move(tp_group), layout.placement.target_device(layout.tp_rank));
+  // Also collective: the draft rank's q rows link (NCCL between the draft's
+  // and target rank 0's GPUs where it can be).
+  std::unique_ptr<QRowsLink> q_rows_link =
+      QRowsLink::connect(*world, layout, config.draft.has_value());
   PeerChannel channel(*world, layout);
+  channel.set_q_rows_link(q_rows_link.get());
   try {
     if (layout.role != Role::coordinator) {
       const int code = run_worker(config, channel, tp_group.get());

@@ -38,14 +38,14 @@ void catch_up(SessionTokens& sessions, const wire::DraftStep::Entry& entry,
 int serve_draft_rank(PeerChannel& channel, LlamaModel& draft, PagedKvCache& cache) {
   const ClusterLayout& layout = channel.layout();
   const int coordinator = layout.placement.coordinator_rank;
-  const int target_rank0 = layout.placement.target_ranks.front();
+  QRowsLink* q_link = channel.q_rows_link();
+  require(q_link != nullptr, ErrorKind::internal, "the draft rank has no q rows link");
   ModelDrafter drafter(draft, cache);
   SessionTokens sessions;
   for (;;) {
     const Bytes bytes = channel.wait_forever(coordinator, kCommandTag);
     if (wire::peek_type(bytes) == MessageType::shutdown) {
-      wire::QRows end;  // no entries: no more rows (see wire::QRows)
-      channel.send(wire::encode(end), target_rank0, wire::tag_of(MessageType::q_rows));
+      q_link->send_end();  // no more rows (see wire::QRows)
       return wire::decode_shutdown(bytes).exit_code;
     }
     const wire::DraftStep step = wire::decode_draft_step(bytes);
@@ -66,37 +66,48 @@ int serve_draft_rank(PeerChannel& channel, LlamaModel& draft, PagedKvCache& cach
     wire::QRows q_rows;
     q_rows.step = step.step;
     q_rows.vocab = draft.config().vocab_size;
+    std::vector<DeviceRows> rows;  // on the draft's device, side by side
     for (size_t i = 0; i < proposals.size(); ++i) {
       reply.tokens.push_back(proposals[i].tokens);
-      if (!proposals[i].q.empty())
-        q_rows.entries.push_back({requests[i].session, std::move(proposals[i].q)});
+      if (proposals[i].q.empty()) continue;
+      q_rows.entries.push_back({requests[i].session,
+                                static_cast<int32_t>(proposals[i].tokens.size())});
+      rows.push_back(std::move(proposals[i].q));
     }
     // Tokens first: the coordinator needs them to build the TargetStep that
     // target rank 0 must receive before it takes the rows.
     channel.send(wire::encode(reply), coordinator, wire::tag_of(MessageType::draft_reply));
-    if (!q_rows.entries.empty())
-      channel.send(wire::encode(q_rows), target_rank0, wire::tag_of(MessageType::q_rows));
+    if (!q_rows.entries.empty()) q_link->send(q_rows, rows);
   }
 }
 
 int serve_target_rank(PeerChannel& channel, LlamaModel& shard, PagedKvCache& cache) {
   const ClusterLayout& layout = channel.layout();
   const int coordinator = layout.placement.coordinator_rank;
-  const int draft_rank = layout.placement.draft_rank;
-  const int q_rows_tag = wire::tag_of(MessageType::q_rows);
-  TargetStepRunner runner(shard, cache, TargetStepRunner::CacheMode::mirrored, [&] {
-    return wire::decode_q_rows(channel.wait_forever(draft_rank, q_rows_tag));
-  });
-  // Target rank 0 of a job with a draft rank takes q rows as they come while
-  // it waits for its next step: with pipelined drafting the draft rank sends
-  // rows ahead of need (and some never needed), and a large MPI send waits
-  // until its receiver takes it, which would stall the draft rank.
-  const bool takes_q_rows = layout.tp_rank == 0 && draft_rank != coordinator;
+  // Target rank 0 of a job whose draft runs in another process holds the
+  // link its q rows come over (the other shards, and other jobs, hold none).
+  QRowsLink* q_link = channel.q_rows_link();
+  QRowsSource next_rows;
+  if (q_link != nullptr) {
+    q_link->receive_into(shard.backend());
+    next_rows = [q_link] {
+      std::optional<ArrivedQRows> rows = q_link->receive(-1);
+      require(rows.has_value(), ErrorKind::internal,
+              "the draft rank ended its q rows while a step still needed some");
+      return std::move(*rows);
+    };
+  }
+  TargetStepRunner runner(shard, cache, TargetStepRunner::CacheMode::mirrored,
+                          std::move(next_rows));
+  // Rows are taken as they come while this rank waits for its next step:
+  // with pipelined drafting the draft rank sends rows ahead of need (and
+  // some never needed), and its send waits until they are taken, which
+  // would stall the draft rank.
   auto next_command = [&]() -> Bytes {
-    if (!takes_q_rows) return channel.wait_forever(coordinator, kCommandTag);
+    if (q_link == nullptr) return channel.wait_forever(coordinator, kCommandTag);
     for (;;) {
-      while (std::optional<Bytes> rows = channel.world().receive(draft_rank, q_rows_tag, 0))
-        runner.deliver_q_rows(wire::decode_q_rows(*rows));
+      while (std::optional<ArrivedQRows> rows = q_link->receive(0))
+        runner.deliver_q_rows(std::move(*rows));
       if (std::optional<Bytes> command = channel.world().receive(coordinator, kCommandTag, 0.02))
         return std::move(*command);
     }
@@ -104,7 +115,8 @@ int serve_target_rank(PeerChannel& channel, LlamaModel& shard, PagedKvCache& cac
   for (;;) {
     const Bytes bytes = next_command();
     if (wire::peek_type(bytes) == MessageType::shutdown) {
-      if (takes_q_rows && !channel.drop_q_rows_until_end())
+      if (q_link != nullptr &&
+          !q_link->drop_until_end(layout.placement.step_timeout_seconds))
         log_line(std::cerr, layout.describe_self(), ": the draft rank did not end its q rows");
       return wire::decode_shutdown(bytes).exit_code;
     }

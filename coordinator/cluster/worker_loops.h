@@ -3,8 +3,8 @@
 // Shutdown asked for.
 //
 // draft rank:   DraftStep → catch the session's tokens up, propose γ each,
-//               DraftReply (tokens) to the coordinator, then QRows (the
-//               sampled sessions' rows) to target rank 0;
+//               DraftReply (tokens) to the coordinator, then the sampled
+//               sessions' q rows to target rank 0 over the q rows link;
 // target shard: TargetStep → acknowledge, replay the coordinator's KV
 //               bookkeeping on the local cache, run this shard's forward
 //               (collectives with the other shards); target rank 0 also

@@ -34,9 +34,10 @@ const Keys kServerKeys = {"host",
                           "served_model_name"};
 const Keys kModelsKeys = {"target", "draft"};
 const Keys kModelKeys = {"path", "load_format", "shape", "seed", "tokenizer"};
-const Keys kPlacementKeys = {"backend",        "weight_dtype", "cuda_graphs", "threads",
-                             "coordinator_rank", "draft_rank", "draft_device",
-                             "target_ranks",   "target_devices", "step_timeout_seconds"};
+const Keys kPlacementKeys = {"backend",          "weight_dtype",   "cuda_graphs",
+                             "batch_invariant",  "threads",        "coordinator_rank",
+                             "draft_rank",       "draft_device",   "target_ranks",
+                             "target_devices",   "step_timeout_seconds"};
 const Keys kSpeculationKeys = {"drafter",   "gamma",     "max_gamma", "prior_alpha",
                                "ngram_min", "ngram_max", "lenience",
                                "pipeline",  "ahead_min_hit_rate"};
@@ -156,6 +157,8 @@ PlacementConfig read_placement(const ConfigSection& section, bool has_draft) {
   }
   placement.weight_dtype = *weight_dtype;
   placement.cuda_graphs = section.word("cuda_graphs", "true", {"true", "false"}) == "true";
+  placement.batch_invariant =
+      section.word("batch_invariant", "false", {"true", "false"}) == "true";
   placement.threads = static_cast<int>(section.integer("threads", placement.threads, 0, 1024));
   constexpr int kMaxRank = 65535;
   placement.coordinator_rank = static_cast<int>(section.integer("coordinator_rank", 0, 0, kMaxRank));

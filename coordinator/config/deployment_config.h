@@ -52,6 +52,7 @@ struct PlacementConfig {
   BackendKind backend = BackendKind::cpu;
   Dtype weight_dtype = Dtype::f32;         // of weight matrices: f32 on cpu; bf16 or f16 on cuda
   bool cuda_graphs = true;  // replay repeated step shapes as CUDA graphs (Backend::begin_step_graph)
+  bool batch_invariant = false;  // cuda: every matmul on the batch-invariant kernel (Backend::set_batch_invariant)
   int threads = 0;                         // 0: all cores
   int coordinator_rank = 0;      // HTTP server, tokenizer, scheduler, engine
   int draft_rank = 0;            // the draft model (may be the coordinator's own)

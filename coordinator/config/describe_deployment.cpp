@@ -73,7 +73,8 @@ std::string describe(const DeploymentConfig& config) {
   out << "placement: " << backend_name(config.placement.backend)
       << (config.placement.backend == BackendKind::cuda
               ? std::string(" (") + dtype_name(config.placement.weight_dtype) + " weights" +
-                    (config.placement.cuda_graphs ? ", CUDA graphs)" : ", no CUDA graphs)")
+                    (config.placement.cuda_graphs ? ", CUDA graphs" : ", no CUDA graphs") +
+                    (config.placement.batch_invariant ? ", batch-invariant)" : ")")
               : std::string())
       << ", "
       << (config.placement.threads == 0 ? "all cores"

@@ -50,6 +50,14 @@ LoadedModel load_model(const ModelSpec& spec, Backend& backend) {
   return loaded;
 }
 
+std::unique_ptr<Backend> make_placement_backend(const PlacementConfig& placement, int device) {
+  std::unique_ptr<Backend> backend =
+      make_backend(placement.backend, device, placement.weight_dtype);
+  backend->set_step_graphs(placement.cuda_graphs);
+  backend->set_batch_invariant(placement.batch_invariant);
+  return backend;
+}
+
 ModelSpec model_spec(const ModelSource& source, int kv_blocks, int block_size) {
   ModelSpec spec;
   spec.dummy = source.load_format == LoadFormat::dummy;

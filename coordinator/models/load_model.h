@@ -47,6 +47,10 @@ LoadedModel load_model(const ModelSpec& spec, Backend& backend);
 // The spec of a deployment's model (models.target or models.draft).
 ModelSpec model_spec(const ModelSource& source, int kv_blocks, int block_size);
 
+// The backend a deployment's placement asks for, on GPU `device` (cuda),
+// with the placement's step graph and batch invariance settings.
+std::unique_ptr<Backend> make_placement_backend(const PlacementConfig& placement, int device);
+
 // Throws unless the draft can propose tokens the target understands.
 void require_same_vocabulary(const ModelConfig& target, const ModelConfig& draft);
 

@@ -176,11 +176,9 @@ void ServerApp::load_models() {
   const bool remote_draft = cluster_ && config.draft && placement.draft_is_remote();
   // A remote target leaves the coordinator only KV bookkeeping: no device needed.
   parts.backend = remote_target ? make_cpu_backend()
-                                : make_backend(placement.backend, placement.target_device(0),
-                                               placement.weight_dtype);
+                                : make_placement_backend(placement, placement.target_device(0));
   ModelSpec target = model_spec(config.target, config.scheduler.kv_blocks,
                                 config.scheduler.block_size);
-  parts.backend->set_step_graphs(placement.cuda_graphs);
   target.weights = !remote_target;  // the coordinator keeps only the KV bookkeeping
   parts.target = load_model(target, *parts.backend);
   require(parts.target.tokenizer.has_value(), ErrorKind::invalid_argument,
@@ -193,9 +191,7 @@ void ServerApp::load_models() {
     Backend* draft_backend = parts.backend.get();
     if (!remote_draft && placement.backend == BackendKind::cuda &&
         (remote_target || placement.draft_device != placement.target_device(0))) {
-      parts.draft_backend =
-          make_backend(placement.backend, placement.draft_device, placement.weight_dtype);
-      parts.draft_backend->set_step_graphs(placement.cuda_graphs);
+      parts.draft_backend = make_placement_backend(placement, placement.draft_device);
       draft_backend = parts.draft_backend.get();
     }
     parts.draft = load_model(draft, *draft_backend);
@@ -214,15 +210,21 @@ void ServerApp::load_models() {
   parts.ngram_drafter =
       std::make_unique<NgramDrafter>(config.speculation.ngram_min, config.speculation.ngram_max);
   if (remote_target) {
-    parts.target_executor = std::make_unique<RemoteTarget>(*cluster_);
+    parts.target_executor = std::make_unique<RemoteTarget>(*cluster_, parts.target.config.vocab_size);
     return;
   }
   QRowsSource draft_rank_rows;  // a draft on its own rank sends its q rows here
+  QRowsLink* q_link = remote_draft ? cluster_->q_rows_link() : nullptr;
   if (remote_draft) {
-    draft_rank_rows = [&channel = *cluster_] {
-      return wire::decode_q_rows(channel.await(channel.layout().placement.draft_rank,
-                                               wire::tag_of(wire::MessageType::q_rows),
-                                               "send its q rows"));
+    require(q_link != nullptr, ErrorKind::internal, "the coordinator has no q rows link");
+    q_link->receive_into(*parts.backend);
+    draft_rank_rows = [q_link, &channel = *cluster_] {
+      const PlacementConfig& where = channel.layout().placement;
+      std::optional<ArrivedQRows> rows = q_link->receive(where.step_timeout_seconds);
+      require(rows.has_value() || !q_link->ended(), ErrorKind::internal,
+              "the draft rank ended its q rows while a step still needed some");
+      if (!rows) channel.throw_lost(where.draft_rank, "send its q rows");
+      return std::move(*rows);
     };
   }
   auto runner = std::make_unique<TargetStepRunner>(
@@ -230,7 +232,10 @@ void ServerApp::load_models() {
       std::move(draft_rank_rows));
   if (remote_draft) {
     static_cast<RemoteDrafter&>(*parts.model_drafter)
-        .set_q_rows_sink([&runner = *runner](wire::QRows rows) { runner.deliver_q_rows(std::move(rows)); });
+        .take_q_rows([q_link, &runner = *runner] {
+          while (std::optional<ArrivedQRows> rows = q_link->receive(0))
+            runner.deliver_q_rows(std::move(*rows));
+        });
   }
   parts.target_executor = std::move(runner);
 }
@@ -283,12 +288,15 @@ void ServerApp::shutdown() {
   const PlacementConfig& placement = config_.placement;
   const bool takes_draft_rank_rows =
       cluster_ && config_.draft && placement.draft_is_remote() && !placement.target_is_remote();
-  if (takes_draft_rank_rows && lost().empty() && !cluster_->drop_q_rows_until_end())
+  if (takes_draft_rank_rows && lost().empty() &&
+      !cluster_->q_rows_link()->drop_until_end(placement.step_timeout_seconds))
     log_line(log_, "the draft rank did not end its q rows within the step timeout");
 }
 
 void ServerApp::stop_workers() {
   if (!cluster_) return;
+  // A drafter here with the target on other ranks: its q rows end first.
+  if (QRowsLink* link = cluster_->q_rows_link(); link != nullptr && link->sends()) link->send_end();
   // Small messages go out eagerly: a rank that is lost does not block this.
   wire::Shutdown message;
   message.reason = "the coordinator is shutting down";

@@ -80,6 +80,13 @@ class CudaBackend final : public Backend {
                                       cudaMemcpyHostToDevice, stream_));
     synchronize();  // the host span may be gone when we return
   }
+  void download_finished(const float* device, std::span<float> host) override {
+    if (host.empty()) return;
+    // Not on stream_ (the drafting thread may be recording on it): a plain
+    // copy, which waits for itself. Nothing is pending on `device`.
+    TANDEM_CUDA_CHECK(cudaSetDevice(device_));
+    TANDEM_CUDA_CHECK(cudaMemcpy(host.data(), device, host.size_bytes(), cudaMemcpyDeviceToHost));
+  }
   void download(const float* device, std::span<float> host) override {
     use_device();
     run_recorded_ops();
@@ -87,6 +94,17 @@ class CudaBackend final : public Backend {
     TANDEM_CUDA_CHECK(cudaMemcpyAsync(host.data(), device, host.size_bytes(),
                                       cudaMemcpyDeviceToHost, stream_));
     synchronize();
+  }
+
+  void copy_from(Backend& source, const float* from, size_t n, float* to) override {
+    if (source.kind() != BackendKind::cuda) return Backend::copy_from(source, from, n, to);
+    use_device();
+    run_recorded_ops();
+    if (n == 0) return;
+    // Unified addressing: the driver knows each pointer's GPU, and copies
+    // peer to peer where the two can reach each other (else via the host).
+    TANDEM_CUDA_CHECK(
+        cudaMemcpyAsync(to, from, n * sizeof(float), cudaMemcpyDefault, stream_));
   }
 
   Buffer upload_weights(std::span<const float> host) override {
@@ -123,7 +141,7 @@ class CudaBackend final : public Backend {
   void matmul(const float* x, WeightView w, const float* bias, int T, int Kin, int N,
               float* y) override {
     use_device();
-    if (T <= cuda::kMaxInvariantRows) {
+    if (T <= cuda::kMaxInvariantRows || batch_invariant_) {
       launch(&cuda::skinny_matmul, x, w, T, Kin, N, y);
     } else {
       run_recorded_ops();  // cuBLAS and its scratch are not recorded
@@ -320,6 +338,7 @@ class CudaBackend final : public Backend {
     graphs_.begin();
   }
   void set_step_graphs(bool on) override { graphs_.set_enabled(on); }
+  void set_batch_invariant(bool on) override { batch_invariant_ = on; }
   StepGraphStats step_graph_stats() const override { return graphs_.stats(); }
 
   void verify_greedy(std::span<const GreedyBlock> blocks, std::span<VerifyOutcome> out) override {
@@ -449,6 +468,7 @@ class CudaBackend final : public Backend {
 
   int device_;
   Dtype weight_dtype_;
+  bool batch_invariant_ = false;  // skinny_matmul at every row count, not cuBLAS above 64
   SliceArrays slice_arrays_;
   cudaStream_t stream_ = nullptr;
   cublasHandle_t cublas_ = nullptr;

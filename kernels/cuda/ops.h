@@ -50,7 +50,7 @@ void to_narrow(const float* x, size_t n, Dtype dtype, void* out, cudaStream_t st
 // skinny_matmul.cu: y (T, N) = x (T, K) · w (N, K)ᵀ with each element
 // summed in an order that depends on K only (batch-invariant); reads w once
 // per 16 rows, so the backend uses it up to kMaxInvariantRows rows and
-// cuBLAS above.
+// cuBLAS above (unless Backend::set_batch_invariant(true)).
 inline constexpr int kMaxInvariantRows = 64;
 void skinny_matmul(const float* x, WeightView w, int T, int K, int N, float* y,
                    cudaStream_t stream);

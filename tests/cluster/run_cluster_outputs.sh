@@ -71,7 +71,7 @@ done
 placement draft-apart 1 0  # q rows go from rank 1 to the coordinator's own target
 TANDEM_CONFIG="$work/draft-apart.yaml" TANDEM_RANKS=2 snapshot draft-apart
 compare draft-apart
-placement target-apart 0 "1, 2"  # q rows travel inline from the coordinator
+placement target-apart 0 "1, 2"  # q rows go over the link from the coordinator to rank 1
 TANDEM_CONFIG="$work/target-apart.yaml" TANDEM_RANKS=3 snapshot target-apart
 compare target-apart
 for pipeline in ahead pingpong; do  # coordinator 0, draft 1, target 2

@@ -355,6 +355,10 @@ TEST(DeploymentConfig, CudaBackendStoresBf16WeightsUnlessToldOtherwise) {
   const auto op_by_op = parse_deployment(
       kTarget + "placement:\n  backend: cuda\n  cuda_graphs: false\n", "deploy.yaml");
   EXPECT_FALSE(op_by_op.placement.cuda_graphs);
+  EXPECT_FALSE(gpu.placement.batch_invariant);
+  const auto invariant = parse_deployment(
+      kTarget + "placement:\n  backend: cuda\n  batch_invariant: true\n", "deploy.yaml");
+  EXPECT_TRUE(invariant.placement.batch_invariant);
 }
 
 TEST(DeploymentConfigErrors, NarrowWeightsNeedTheCudaBackend) {
@@ -452,6 +456,7 @@ TEST(DeploymentConfigErrors, RejectsEachBadValueWithItsKeyAndLine) {
       {"placement", "backend", "tpu", "must be cpu or cuda, got \"tpu\""},
       {"placement", "weight_dtype", "int4", "must be bf16, fp16 or fp32, got \"int4\""},
       {"placement", "cuda_graphs", "sometimes", "must be one of true, false, got \"sometimes\""},
+      {"placement", "batch_invariant", "yes", "must be one of true, false, got \"yes\""},
       {"speculation", "drafter", "magic", "must be one of model, ngram, none, got \"magic\""},
       {"speculation", "gamma", "fast", "expected \"auto\" or an integer, got \"fast\""},
       {"speculation", "gamma", "65", "must be in [0, 64], got 65"},

@@ -66,6 +66,19 @@ TEST(LocalCommunicator, MessagesToSelfQueuePerTagInOrder) {
   EXPECT_EQ(world.receive(0, 20, 0.0), std::nullopt);
 }
 
+TEST(LocalCommunicator, FloatsToSelfArriveInOrderAndAMissingRunIsAnError) {
+  LocalCommunicator world;
+  EXPECT_FALSE(world.floats_on_device());
+  world.send_floats(std::vector<float>{1.5f, -2.0f}, 0);
+  world.send_floats(std::vector<float>{}, 0);
+  std::vector<float> two(2), none;
+  world.receive_floats(two, 0);
+  world.receive_floats(none, 0);
+  EXPECT_EQ(two, (std::vector<float>{1.5f, -2.0f}));
+  // Nothing more was sent, and with one rank nothing more can come.
+  EXPECT_THROW(world.receive_floats(two, 0), Error);
+}
+
 TEST(LocalCommunicator, ReceiveWithNothingQueuedReturnsAtOnce) {
   LocalCommunicator world;
   const auto start = std::chrono::steady_clock::now();

@@ -15,7 +15,9 @@ namespace tandem::wire {
 namespace {
 
 using test_support::encoded_samples;
+using testing::AllOf;
 using testing::HasSubstr;
+using testing::ThrowsMessage;
 
 // Runs f, expecting Error(corrupt_data) whose message holds every part.
 template <typename F>
@@ -176,10 +178,27 @@ TEST(MessagesCorrupt, TargetStepQOnlyWithInlineRowsAndWholeRows) {
   expect_corrupt([&] { decode_target_step(encode(message)); }, {"TargetStep", "sequences.q"});
 }
 
-TEST(MessagesCorrupt, QRowsMustBeWholeRowsOfVocab) {
+TEST(MessagesCorrupt, LocalQRowsAreNeverEncoded) {
+  // Rows in one process's memory mean nothing to another: encoding them
+  // is a bug in the sender, said as such.
+  TargetStep message;
+  message.sequences.emplace_back();
+  message.sequences[0].session = 12;
+  message.sequences[0].q_source = QSource::local;
+  EXPECT_THAT([&] { (void)encode(message); },
+              ThrowsMessage<Error>(AllOf(HasSubstr("session 12"), HasSubstr("q_source local"))));
+}
+
+TEST(MessagesCorrupt, QRowsCountsMustNotBeNegative) {
   QRows message = test_support::sample_q_rows();
-  message.entries[0].q.pop_back();
-  expect_corrupt([&] { decode_q_rows(encode(message)); }, {"QRows", "entries.q", "vocab 3"});
+  message.entries[0].rows = -1;
+  expect_corrupt([&] { decode_q_rows(encode(message)); }, {"QRows", "entries.rows"});
+  message = test_support::sample_q_rows();
+  message.runs = {1};  // covers one of two entries
+  expect_corrupt([&] { decode_q_rows(encode(message)); }, {"QRows", "runs", "cover 1 entries of 2"});
+  message.runs = {2, 0};
+  expect_corrupt([&] { decode_q_rows(encode(message)); }, {"QRows", "runs", "a run of 0"});
+  message = test_support::sample_q_rows();
   message.vocab = -1;
   expect_corrupt([&] { decode_q_rows(encode(message)); }, {"QRows", "vocab"});
 }

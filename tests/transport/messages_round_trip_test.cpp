@@ -54,8 +54,9 @@ TEST(MessagesRoundTrip, QRows) {
   ASSERT_EQ(got.entries.size(), sent.entries.size());
   for (size_t i = 0; i < sent.entries.size(); ++i) {
     EXPECT_EQ(got.entries[i].session, sent.entries[i].session);
-    EXPECT_EQ(got.entries[i].q, sent.entries[i].q);  // bit-exact: no float conversion
+    EXPECT_EQ(got.entries[i].rows, sent.entries[i].rows);
   }
+  EXPECT_EQ(got.runs, sent.runs);
 }
 
 TEST(MessagesRoundTrip, TargetStep) {

@@ -33,8 +33,9 @@ inline wire::QRows sample_q_rows() {
   wire::QRows message;
   message.step = 9;
   message.vocab = 3;
-  message.entries.push_back({77, {0.1f, 0.2f, 0.7f, 1.0f, 0.0f, 0.0f}});
-  message.entries.push_back({78, {}});  // a session that drafted nothing
+  message.entries.push_back({77, 2});
+  message.entries.push_back({78, 0});  // a session that drafted nothing
+  message.runs = {1, 1};
   return message;
 }
 

@@ -143,6 +143,35 @@ TEST_P(SpeculativeEngineTest, SeededSessionsReplayWhateverTheBatch) {
   }
 }
 
+TEST_P(SpeculativeEngineTest, ADraftOnABackendOfItsOwnGivesTheSameOutputs) {
+  // The draft's q rows stay in its backend's memory and verification reads
+  // them from there: in place on the CPU, copied device to device from
+  // another CUDA backend (a draft GPU of its own; here the same GPU through
+  // a second backend, which takes the same copy path). Drafting on its own
+  // thread too (run_apart). Same seeds, same outputs as one shared backend.
+  auto backend = make_test_backend();
+  auto draft_backend = make_test_backend();
+  Model target(*backend, config_of(64, 2), 1);
+  Model shared_draft(*backend, config_of(32, 1), 2);
+  Model own_draft(*draft_backend, config_of(32, 1), 2);
+  SamplingParams sampled;
+  sampled.temperature = 0.9f;
+  sampled.top_k = 40;
+  sampled.seed = 321;
+  ModelDrafter shared(shared_draft.model, shared_draft.cache);
+  const auto expected = speculative(target, shared, prompts(), 30, sampled, GammaPolicy{false, 4});
+  ModelDrafter own(own_draft.model, own_draft.cache);
+  own.run_apart(true);
+  const auto got = speculative(target, own, prompts(), 30, sampled, GammaPolicy{false, 4});
+  int64_t drafted = 0;
+  for (size_t i = 0; i < prompts().size(); ++i) {
+    EXPECT_EQ(got[i].tokens, expected[i].tokens) << "prompt " << i;
+    EXPECT_EQ(got[i].stats.accepted_tokens, expected[i].stats.accepted_tokens) << "prompt " << i;
+    drafted += got[i].stats.draft_tokens;
+  }
+  EXPECT_GT(drafted, 0);  // rows were drafted, so they were read across
+}
+
 TEST_P(SpeculativeEngineTest, StopTokensLengthAndCancellation) {
   auto backend = make_test_backend();
   Model target(*backend, config_of(64, 2), 1);

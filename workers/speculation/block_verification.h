@@ -4,7 +4,8 @@
 // logit_count tokens), verifies every sequence that asks for it: greedy
 // sessions compare argmaxes (the fast path that never builds probability
 // rows), sampled ones standardize p_1..p_{γ+1} and run Algorithm 1 against
-// q rows that come inline, from the draft rank's QRows, or are one-hot.
+// q rows that come inline, from the drafter in this process, from the
+// draft rank's QRows, or are one-hot.
 // Runs wherever the logits are: in the engine's process, or on target
 // rank 0 of a tensor-parallel group.
 #pragma once
@@ -19,21 +20,23 @@
 namespace tandem {
 
 // Backend memory verification reuses from step to step, grown as needed:
-// the standardized p rows, and (on a backend whose ops do not read host
-// memory: a GPU) the q rows uploaded from the step, a verification's one
-// host-to-device copy.
+// the standardized p rows, and the q rows that the ops cannot read where
+// they are: rows inline in the message (on a backend whose ops do not read
+// host memory: a GPU), uploaded together, and rows on another GPU (a draft
+// GPU of its own in this process), copied device to device.
 struct VerifyScratch {
   Buffer probs;
-  Buffer q;                   // every sampled block's q rows, on the device
-  std::vector<float> q_host;  // the same, gathered on the host for one upload
+  Buffer q;                   // such q rows, on this backend
+  std::vector<float> q_host;  // the inline ones, gathered on the host for one upload
 };
 
 // outcomes: one per sequence with verify set, in step order. Rows with
-// q_source draft_rank come from draft_rank_rows; a block whose rows are
-// missing (no inbox, or not in its QRows) is an Error(internal) naming its
-// session.
+// q_source local are local_q[i] (one per sequence, or empty when none is
+// local); those with q_source draft_rank come from draft_rank_rows. A block
+// whose rows are missing (no inbox, or not in its QRows) is an
+// Error(internal) naming its session.
 void verify_blocks(Backend& backend, int V, const float* logits, const wire::TargetStep& step,
-                   QRowsInbox* draft_rank_rows, VerifyScratch& scratch,
-                   std::vector<wire::TargetResult::Outcome>& outcomes);
+                   std::span<const DeviceRows> local_q, QRowsInbox* draft_rank_rows,
+                   VerifyScratch& scratch, std::vector<wire::TargetResult::Outcome>& outcomes);
 
 }  // namespace tandem

@@ -14,6 +14,7 @@
 #include <string>
 #include <vector>
 
+#include "kernels/device_rows.h"
 #include "kernels/sampling_params.h"
 
 namespace tandem {
@@ -31,9 +32,10 @@ struct DraftRequest {
 // What a drafter proposes for one request.
 struct DraftProposal {
   std::vector<int32_t> tokens;  // x_1..x_γ' (γ' <= the requested γ)
-  // (γ', V) standardized rows q_1..q_γ' each x_j was drawn from; empty when
-  // the drafter is deterministic (q one-hot at x_j) or the session is greedy.
-  std::vector<float> q;
+  // (γ', V) standardized rows q_1..q_γ' each x_j was drawn from, in the
+  // drafter's backend memory; empty when the drafter is deterministic (q
+  // one-hot at x_j) or the session is greedy.
+  DeviceRows q;
   // The rows exist but went from the draft rank straight to target rank 0
   // (a drafter on its own rank); q stays empty here. They are rows
   // q_first_row.. of that rank's QRows for draft step q_step.
@@ -51,6 +53,8 @@ class Drafter {
   // philox_uniform(seed, p, draft_sample). A request's tokens may run past
   // the committed text (drafting ahead of a block under verification): the
   // drafter keeps what it fed until commit() says how much of it stands.
+  // The proposals' q rows are written when propose() returns, so another
+  // backend or thread may read them.
   virtual void propose(std::span<const DraftRequest> requests,
                        std::vector<DraftProposal>& proposals) = 0;
 

@@ -8,7 +8,8 @@
 
 namespace tandem {
 
-ModelDrafter::ModelDrafter(LlamaModel& model, PagedKvCache& cache) : model_(model), cache_(cache) {}
+ModelDrafter::ModelDrafter(LlamaModel& model, PagedKvCache& cache)
+    : model_(model), cache_(cache), q_pool_(model.backend()) {}
 
 ModelDrafter::~ModelDrafter() {
   if (apart_work_.valid()) apart_work_.wait();  // a draft still running on its thread
@@ -49,6 +50,15 @@ void ModelDrafter::propose(std::span<const DraftRequest> requests,
     drafting.push_back(i);
   }
 
+  // Room for every q row this call can draw: γ per sampled session.
+  const size_t V = static_cast<size_t>(model_.config().vocab_size);
+  size_t q_rows = 0;
+  for (size_t i : drafting)
+    if (!requests[i].sampling.greedy()) q_rows += static_cast<size_t>(gammas[i]);
+  if (q_rounds_.size() < q_rows * V) q_rounds_ = model_.backend().allocate(q_rows * V);
+  q_rows_used_ = 0;
+  q_row_of_.assign(requests.size(), {});
+
   last_passes_ = 0;
   for (int round = 1; !drafting.empty(); ++round) {
     std::vector<SequenceStep> steps;
@@ -56,7 +66,7 @@ void ModelDrafter::propose(std::span<const DraftRequest> requests,
     const float* logits = model_.forward(steps, cache_);
     ++last_passes_;
 
-    choose_tokens(requests, drafting, logits, round, proposals);
+    choose_tokens(requests, drafting, logits, round);
 
     std::vector<size_t> still;
     for (size_t row = 0; row < drafting.size(); ++row) {
@@ -71,16 +81,16 @@ void ModelDrafter::propose(std::span<const DraftRequest> requests,
     }
     drafting = std::move(still);
   }
+  if (q_rows_used_ > 0) hand_over_q_rows(proposals);
   last_seconds_ =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
 }
 
 void ModelDrafter::choose_tokens(std::span<const DraftRequest> requests,
-                                 std::span<const size_t> drafting, const float* logits, int round,
-                                 std::vector<DraftProposal>& proposals) {
+                                 std::span<const size_t> drafting, const float* logits, int round) {
   // Every host read is a device synchronization: one argmax for the whole
-  // round; for the sampled sessions, one standardization and one draw on
-  // the device for all of them, and one download of their q rows.
+  // round, and for the sampled sessions one standardization and one draw
+  // on the device. Their q rows stay there.
   const int V = model_.config().vocab_size;
   Backend& backend = model_.backend();
   const int rows = static_cast<int>(drafting.size());
@@ -100,14 +110,12 @@ void ModelDrafter::choose_tokens(std::span<const DraftRequest> requests,
   if (sampled_rows.empty()) return;
 
   const size_t n = sampled_rows.size() * static_cast<size_t>(V);
-  if (sampled_logits_.size() < n) {
-    sampled_logits_ = backend.allocate(n);
-    probs_ = backend.allocate(n);
-  }
+  if (sampled_logits_.size() < n) sampled_logits_ = backend.allocate(n);
   // The sampled sessions' logits side by side (the embedding op gathers rows).
   backend.embedding(sampled_rows, logits, V, sampled_logits_.data());
   const int sampled = static_cast<int>(sampled_rows.size());
-  backend.standardize(sampled_logits_.data(), sampled, V, sampled_params, probs_.data());
+  float* probs = q_rounds_.data() + q_rows_used_ * static_cast<size_t>(V);
+  backend.standardize(sampled_logits_.data(), sampled, V, sampled_params, probs);
   // Each session's draw from its own Philox stream, where the rows are.
   std::vector<double> uniforms;
   for (int32_t row : sampled_rows) {
@@ -116,16 +124,32 @@ void ModelDrafter::choose_tokens(std::span<const DraftRequest> requests,
     uniforms.push_back(philox_uniform(r.sampling.seed, position, RandomPurpose::draft_sample));
   }
   std::vector<int32_t> drawn(sampled_rows.size());
-  backend.sample(probs_.data(), sampled, V, uniforms, drawn.data());
-  // The q rows go to the target's verification (see DraftProposal::q).
-  round_q_.resize(n);
-  backend.download(probs_.data(), round_q_);
+  backend.sample(probs, sampled, V, uniforms, drawn.data());
   for (int k = 0; k < sampled; ++k) {
     const size_t row = static_cast<size_t>(sampled_rows[static_cast<size_t>(k)]);
     round_tokens_[row] = drawn[static_cast<size_t>(k)];
-    const float* q = round_q_.data() + static_cast<size_t>(k) * V;
-    std::vector<float>& out = proposals[drafting[row]].q;  // its rows, round after round
-    out.insert(out.end(), q, q + V);
+    q_row_of_[drafting[row]].push_back(static_cast<int32_t>(q_rows_used_++));
+  }
+}
+
+void ModelDrafter::hand_over_q_rows(std::vector<DraftProposal>& proposals) {
+  // One gather (the embedding op over the rounds' rows) puts each
+  // session's rows q_1..q_γ side by side, as verification reads them.
+  const size_t V = static_cast<size_t>(model_.config().vocab_size);
+  std::vector<int32_t> order;
+  for (const std::vector<int32_t>& rows : q_row_of_) order.insert(order.end(), rows.begin(), rows.end());
+  Backend& backend = model_.backend();
+  std::shared_ptr<Buffer> storage = q_pool_.acquire(order.size() * V);
+  backend.embedding(order, q_rounds_.data(), static_cast<int>(V), storage->data());
+  // Written before anyone else reads them: the target's GPU, or the
+  // engine's thread while this drafter drafts on its own.
+  backend.synchronize();
+  size_t at = 0;
+  for (size_t i = 0; i < proposals.size(); ++i) {
+    const size_t count = q_row_of_[i].size() * V;
+    if (count == 0) continue;
+    proposals[i].q = DeviceRows(backend, storage, at, count);
+    at += count;
   }
 }
 

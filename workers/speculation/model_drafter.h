@@ -39,16 +39,23 @@ class ModelDrafter final : public Drafter {
  private:
   SequenceId sequence_for(SessionKey session);
   // This round's token of each drafting session (into round_tokens_, by
-  // row), appending the q row of each sampled one to its proposal.
+  // row); the q rows of the sampled ones go to q_rounds_ from row
+  // q_rows_used_ on, and q_row_of_ notes where.
   void choose_tokens(std::span<const DraftRequest> requests, std::span<const size_t> drafting,
-                     const float* logits, int round, std::vector<DraftProposal>& proposals);
+                     const float* logits, int round);
+  // Each sampled proposal's rows side by side, in request order, in a
+  // buffer of the pool: its q.
+  void hand_over_q_rows(std::vector<DraftProposal>& proposals);
 
   LlamaModel& model_;
   PagedKvCache& cache_;
   std::unordered_map<SessionKey, SequenceId> sequences_;
-  Buffer sampled_logits_, probs_;  // (S, V): the sampled sessions' rows of one round
+  Buffer sampled_logits_;              // (S, V): one round's sampled rows
+  Buffer q_rounds_;                    // (Σγ, V): every round's q rows, round after round
+  size_t q_rows_used_ = 0;
+  std::vector<std::vector<int32_t>> q_row_of_;  // per request, its rows in q_rounds_
+  RowsPool q_pool_;                    // what the proposals' q rows live in
   std::vector<int32_t> round_tokens_;  // (rows) the round's tokens
-  std::vector<float> round_q_;         // (S, V) on the host
   double last_seconds_ = 0;
   int last_passes_ = 0;
   bool apart_ = false;

@@ -7,7 +7,7 @@
 
 namespace tandem {
 
-const std::vector<float>& QRowsInbox::rows(uint64_t session, uint64_t step, int V) {
+DeviceRows QRowsInbox::rows(uint64_t session, uint64_t step, int V) {
   auto message = held_.find(step);
   while (message == held_.end()) {
     require(newest_ < step, ErrorKind::internal, [&] {
@@ -19,24 +19,37 @@ const std::vector<float>& QRowsInbox::rows(uint64_t session, uint64_t step, int 
     deliver(receive_next_());
     message = held_.find(step);
   }
-  require(message->second.vocab == V, ErrorKind::internal, [&] {
-    return "QRows for vocabulary " + std::to_string(message->second.vocab) + ", target has " +
+  const wire::QRows& header = message->second.header;
+  require(header.vocab == V, ErrorKind::internal, [&] {
+    return "QRows for vocabulary " + std::to_string(header.vocab) + ", target has " +
            std::to_string(V);
   });
-  for (const wire::QRows::Entry& entry : message->second.entries)
-    if (entry.session == session) return entry.q;
+  size_t at = 0;
+  for (const wire::QRows::Entry& entry : header.entries) {
+    const size_t count = static_cast<size_t>(entry.rows) * static_cast<size_t>(V);
+    if (entry.session == session) return message->second.rows.slice(at, count);
+    at += count;
+  }
   throw Error(ErrorKind::internal, "no q rows from the draft rank for session " +
                                        std::to_string(session) + " in draft step " +
                                        std::to_string(step));
 }
 
-void QRowsInbox::deliver(wire::QRows message) {
-  require(message.step > newest_, ErrorKind::internal, [&] {
-    return "QRows of draft step " + std::to_string(message.step) + " came after step " +
+void QRowsInbox::deliver(ArrivedQRows message) {
+  const uint64_t step = message.header.step;
+  require(step > newest_, ErrorKind::internal, [&] {
+    return "QRows of draft step " + std::to_string(step) + " came after step " +
            std::to_string(newest_);
   });
-  newest_ = message.step;
-  if (message.step > dropped_through_) held_.emplace(message.step, std::move(message));
+  size_t floats = 0;
+  for (const wire::QRows::Entry& entry : message.header.entries)
+    floats += static_cast<size_t>(entry.rows) * static_cast<size_t>(message.header.vocab);
+  require(floats == message.rows.size(), ErrorKind::internal, [&] {
+    return "QRows of draft step " + std::to_string(step) + " names " + std::to_string(floats) +
+           " floats of rows, " + std::to_string(message.rows.size()) + " came";
+  });
+  newest_ = step;
+  if (step > dropped_through_) held_.emplace(step, std::move(message));
 }
 
 void QRowsInbox::drop_through(uint64_t step) {

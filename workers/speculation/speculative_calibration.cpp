@@ -39,7 +39,7 @@ double SpeculativeEngine::timed_pass(int tokens) {
   if (fits) {
     wire::TargetResult result;
     const auto start = std::chrono::steady_clock::now();
-    run_target_step(step, result);
+    run_target_step(step, {}, result);
     seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   }
   for (const auto& sequence : step.sequences) release_sequence(sequence.seq);

@@ -201,7 +201,8 @@ void SpeculativeEngine::truncate_sequence(SequenceId seq, int length) {
   truncated_lengths_.push_back(length);
 }
 
-void SpeculativeEngine::run_target_step(wire::TargetStep& step, wire::TargetResult& result) {
+void SpeculativeEngine::run_target_step(wire::TargetStep& step, std::span<const DeviceRows> local_q,
+                                        wire::TargetResult& result) {
   step.step = ++target_steps_;
   step.released = std::move(released_);
   released_.clear();
@@ -209,7 +210,7 @@ void SpeculativeEngine::run_target_step(wire::TargetStep& step, wire::TargetResu
   truncated_.clear();
   step.truncated_lengths = std::move(truncated_lengths_);
   truncated_lengths_.clear();
-  target_->run(step, result);
+  target_->run(step, local_q, result);
 }
 
 void SpeculativeEngine::run_to_completion() {

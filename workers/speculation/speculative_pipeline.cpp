@@ -179,7 +179,7 @@ void SpeculativeEngine::keep_ready_blocks(StepPlan& plan) {
       ++s.result.stats.ahead_hits;
       DraftProposal next;  // the block after the guess, and its q rows
       next.tokens.assign(got.tokens.begin() + 1, got.tokens.end());
-      if (!got.q.empty()) next.q.assign(got.q.begin() + static_cast<std::ptrdiff_t>(V), got.q.end());
+      if (!got.q.empty()) next.q = got.q.slice(V, got.q.size() - V);
       next.q_at_draft_rank = got.q_at_draft_rank;
       next.q_step = got.q_step;
       next.q_first_row = got.q_first_row + 1;

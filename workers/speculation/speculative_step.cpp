@@ -27,7 +27,7 @@ constexpr int kMaxProbeEvery = 64;
 // Where the q rows of an entry's drafts are for the verifier.
 wire::QSource q_source_of(const DraftProposal& proposal) {
   if (proposal.q_at_draft_rank) return wire::QSource::draft_rank;
-  return proposal.q.empty() ? wire::QSource::one_hot : wire::QSource::inline_rows;
+  return proposal.q.empty() ? wire::QSource::one_hot : wire::QSource::local;
 }
 
 }  // namespace
@@ -232,6 +232,7 @@ int SpeculativeEngine::commit(Session& s, std::span<const int32_t> accepted, int
 
 bool SpeculativeEngine::run_target(StepPlan& plan) {
   wire::TargetStep step;
+  std::vector<DeviceRows> local_q;  // per sequence: the drafter's rows, where it left them
   std::vector<StepPlan::Entry*> fed;
   for (StepPlan::Entry& e : plan.entries) {
     if (e.dropped) continue;
@@ -253,20 +254,20 @@ bool SpeculativeEngine::run_target(StepPlan& plan) {
       sequence.lenience = s.request.lenience;
       sequence.session = s.key;
       sequence.q_source = q_source_of(e.proposal);
-      sequence.q = std::move(e.proposal.q);
       sequence.q_step = e.proposal.q_step;
       sequence.q_first_row = e.proposal.q_first_row;
       e.first_row = plan.rows;
       plan.rows += sequence.logit_count;
     }
     step.sequences.push_back(std::move(sequence));
+    local_q.push_back(std::move(e.proposal.q));
     fed.push_back(&e);
     last_step_.target_tokens += static_cast<int>(e.feed.size());
   }
   if (fed.empty()) return false;
   plan.start = Clock::now();
   wire::TargetResult result;
-  run_target_step(step, result);
+  run_target_step(step, local_q, result);
   plan.target_seconds = seconds_since(plan.start);
   last_step_.forward_seconds = result.forward_seconds;
   last_step_.communication_seconds = result.communication_seconds;

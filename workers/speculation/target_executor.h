@@ -9,6 +9,9 @@
 // code path is the same.
 #pragma once
 
+#include <span>
+
+#include "kernels/device_rows.h"
 #include "transport/messages.h"
 
 namespace tandem {
@@ -17,8 +20,12 @@ class TargetExecutor {
  public:
   virtual ~TargetExecutor() = default;
   // Frees step.released, feeds every sequence, verifies the blocks that ask
-  // for it. May move large fields (q rows) out of `step`.
-  virtual void run(wire::TargetStep& step, wire::TargetResult& result) = 0;
+  // for it. May move large fields (q rows) out of `step`. local_q: one per
+  // sequence, the rows of those whose q_source is local (the drafter's, in
+  // this process's memory, on the draft's device); empty when none is.
+  virtual void run(wire::TargetStep& step, std::span<const DeviceRows> local_q,
+                   wire::TargetResult& result) = 0;
+  void run(wire::TargetStep& step, wire::TargetResult& result) { run(step, {}, result); }
 };
 
 }  // namespace tandem

@@ -46,7 +46,8 @@ void TargetStepRunner::replay(const wire::TargetStep& step) {
   }
 }
 
-void TargetStepRunner::run(wire::TargetStep& step, wire::TargetResult& result) {
+void TargetStepRunner::run(wire::TargetStep& step, std::span<const DeviceRows> local_q,
+                           wire::TargetResult& result) {
   result = wire::TargetResult{};
   result.step = step.step;
   if (mode_ == CacheMode::mirrored) replay(step);
@@ -64,7 +65,7 @@ void TargetStepRunner::run(wire::TargetStep& step, wire::TargetResult& result) {
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   result.communication_seconds = model_.communication_seconds();
   if (logits == nullptr) return;  // a shard other than target rank 0
-  verify_blocks(model_.backend(), model_.config().vocab_size, logits, step,
+  verify_blocks(model_.backend(), model_.config().vocab_size, logits, step, local_q,
                 q_rows_ ? &*q_rows_ : nullptr, verify_scratch_, result.outcomes);
   if (q_rows_) {
     // Rows of draft steps up to the newest this step named are used or

@@ -31,10 +31,12 @@ class TargetStepRunner final : public TargetExecutor {
   TargetStepRunner(const TargetStepRunner&) = delete;
   TargetStepRunner& operator=(const TargetStepRunner&) = delete;
 
-  void run(wire::TargetStep& step, wire::TargetResult& result) override;
+  using TargetExecutor::run;
+  void run(wire::TargetStep& step, std::span<const DeviceRows> local_q,
+           wire::TargetResult& result) override;
 
   // Target rank 0 between steps: q rows the draft rank sent ahead of need.
-  void deliver_q_rows(wire::QRows message) {
+  void deliver_q_rows(ArrivedQRows message) {
     if (q_rows_) q_rows_->deliver(std::move(message));
   }
 

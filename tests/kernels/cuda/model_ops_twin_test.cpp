@@ -203,5 +203,29 @@ TEST_F(ModelOpsTwin, MatmulIsBatchInvariantUpToTheSkinnyLimit) {
   }
 }
 
+TEST_F(ModelOpsTwin, BatchInvariantMatmulHoldsAtAnyRowCount) {
+  // set_batch_invariant(true): 300 rows (a prefill chunk, where cuBLAS would
+  // take over) still give each row bit for bit its result alone, and the
+  // results stay within the f32 tolerance of the reference.
+  auto gpu = testing::cuda_backend(Dtype::bf16);
+  gpu->set_batch_invariant(true);
+  const int K = 1024, N = 333, T = 300;
+  const auto x = random_normal(static_cast<size_t>(T) * K, 13);
+  const auto w = random_normal(static_cast<size_t>(N) * K, 14, 0.05f);
+  const Reference want = reference_matmul(x, rounded(w, Dtype::bf16), {}, T, K, N);
+  Buffer gx = to_backend(*gpu, x), gw = gpu->upload_weights(w);
+  Buffer all = gpu->allocate(static_cast<size_t>(T) * N), one = gpu->allocate(N);
+  gpu->matmul(gx.data(), gw.view(), nullptr, T, K, N, all.data());
+  const auto batched = to_host(*gpu, all.data(), static_cast<size_t>(T) * N);
+  for (size_t i = 0; i < batched.size(); ++i)
+    ASSERT_NEAR(batched[i], want.y[i], 1e-5f * want.magnitude[i]) << "at " << i;
+  for (int t : {0, 64, 65, 200, 299}) {
+    gpu->matmul(gx.data() + static_cast<size_t>(t) * K, gw.view(), nullptr, 1, K, N, one.data());
+    const auto alone = to_host(*gpu, one.data(), N);
+    for (int n = 0; n < N; ++n)
+      ASSERT_EQ(alone[static_cast<size_t>(n)], batched[static_cast<size_t>(t) * N + n]) << "row " << t;
+  }
+}
+
 }  // namespace
 }  // namespace tandem

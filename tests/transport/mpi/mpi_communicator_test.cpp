@@ -11,9 +11,11 @@
 #include <sys/resource.h>
 
 #include <chrono>
+#include <cstring>
 #include <numeric>
 #include <string>
 #include <thread>
+#include <vector>
 
 #include "common/error.h"
 #include "tests/support/mpi/mpi_world.h"
@@ -133,6 +135,37 @@ TEST(MpiCommunicator, LargeAndEmptyMessages) {
   } else {
     EXPECT_EQ(world.receive(world.rank() - 1, 103, 30.0), pattern(5 << 20, world.rank() - 1));
     EXPECT_EQ(world.receive(world.rank() - 1, 104, 30.0), Bytes{});
+  }
+}
+
+TEST(MpiCommunicator, FloatsPointToPointArriveExactlyAndInOrder) {
+  Communicator& world = mpi_world();
+  EXPECT_FALSE(world.floats_on_device());  // host memory, like its collectives
+  // Even ranks send the odd rank after them two runs of floats: 2 MiB (by
+  // rendezvous) and 3; they arrive bit for bit, in the order sent.
+  std::vector<float> large(1 << 19), small = {-0.0f, 1e-38f, 3.5f};
+  for (size_t i = 0; i < large.size(); ++i) large[i] = static_cast<float>(i) * 0.25f + world.rank();
+  if (world.rank() % 2 == 0) {
+    world.send_floats(large, world.rank() + 1);
+    world.send_floats(small, world.rank() + 1);
+  } else {
+    for (float& x : large) x -= 1;  // the sender's values
+    std::vector<float> got_large(large.size()), got_small(small.size());
+    world.receive_floats(got_large, world.rank() - 1);
+    world.receive_floats(got_small, world.rank() - 1);
+    EXPECT_EQ(got_large, large);
+    EXPECT_EQ(std::memcmp(got_small.data(), small.data(), sizeof(float) * 3), 0);
+  }
+}
+
+TEST(MpiCommunicator, ReceivingAnotherCountOfFloatsIsAnError) {
+  Communicator& world = mpi_world();
+  if (world.rank() % 2 == 0) {
+    world.send_floats(std::vector<float>{1, 2, 3}, world.rank() + 1);
+  } else {
+    std::vector<float> two(2);
+    EXPECT_THAT([&] { world.receive_floats(two, world.rank() - 1); },
+                testing::ThrowsMessage<Error>(testing::HasSubstr("sent 3 floats, 2 were expected")));
   }
 }
 

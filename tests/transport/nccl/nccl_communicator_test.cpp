@@ -232,6 +232,46 @@ TEST_F(NcclCommunicatorTest, HostBytesGoThroughTheHostCommunicator) {
   EXPECT_EQ(*in, Bytes{static_cast<std::byte>((rank + n - 1) % n)});
 }
 
+TEST_F(NcclCommunicatorTest, FloatsGoGpuToGpuInOrder) {
+  // Around a ring: each rank sends the next a large run and a small one
+  // (device memory to device memory), and takes the previous rank's.
+  EXPECT_TRUE(group().floats_on_device());
+  const int n = group().size();
+  const int rank = group().rank();
+  const size_t large = size_t{3} << 20;
+  auto run_of = [](int sender, size_t count) {
+    std::vector<float> values(count);
+    for (size_t i = 0; i < count; ++i) values[i] = contribution(sender, i);
+    return values;
+  };
+  DeviceFloats out_large(run_of(rank, large)), out_small(run_of(rank + 100, 5));
+  DeviceFloats in_large(large), in_small(5);
+  const int next = (rank + 1) % n, previous = (rank + n - 1) % n;
+  if (n == 1) {
+    // One rank: a send to itself would wait for its own receive.
+    EXPECT_EQ(out_large.to_host(), run_of(0, large));
+    return;
+  }
+  // Even ranks send first, odd ranks receive first: NCCL point to point
+  // waits for its peer, so a ring where all send first would deadlock.
+  if (rank % 2 == 0) {
+    group().send_floats(out_large.span(), next);
+    group().send_floats(out_small.span(), next);
+    group().receive_floats(in_large.span(), previous);
+    group().receive_floats(in_small.span(), previous);
+  } else {
+    group().receive_floats(in_large.span(), previous);
+    group().receive_floats(in_small.span(), previous);
+    group().send_floats(out_large.span(), next);
+    group().send_floats(out_small.span(), next);
+  }
+  EXPECT_EQ(in_large.to_host(), run_of(previous, large));
+  EXPECT_EQ(in_small.to_host(), run_of(previous + 100, 5));
+  // Host memory is refused before NCCL is called.
+  std::vector<float> host(4);
+  EXPECT_THROW(group().send_floats(host, next), Error);
+}
+
 TEST_F(NcclCommunicatorTest, SplitGivesAnNcclGroup) {
   const int n = group().size();
   std::vector<int> reversed(static_cast<size_t>(n));
