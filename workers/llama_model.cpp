@@ -132,13 +132,24 @@ void LlamaModel::ensure_workspace(int T, int R) {
   }
 }
 
-void LlamaModel::all_reduce(float* data, size_t n) {
-  // The communicator works on backend memory (host for the CPU backend; the
-  // NCCL communicator will take device memory).
+void LlamaModel::between_graph_segments(const std::function<void()>& collective) {
+  // The ops since the last segment began are one step graph segment:
+  // synchronize() replays, captures or runs it and waits for it, so the
+  // collective reads finished inputs; the ops after it begin the next. On a
+  // device with step graphs, a shard's layer is then two graph launches
+  // instead of a dozen kernel launches.
+  backend_.synchronize();
   const auto start = std::chrono::steady_clock::now();
-  shard_.comm->all_reduce_sum(std::span<float>(data, n));
+  collective();
   communication_seconds_ +=
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  backend_.begin_step_graph();
+}
+
+void LlamaModel::all_reduce(float* data, size_t n) {
+  // The communicator works on backend memory (host for the CPU backend,
+  // device memory for the NCCL communicator).
+  between_graph_segments([&] { shard_.comm->all_reduce_sum(std::span<float>(data, n)); });
 }
 
 // Vocabulary-parallel LM head: each rank projects onto its ceil(V/tp) rows,
@@ -151,13 +162,12 @@ const float* LlamaModel::gather_logits(int R) {
   backend_.matmul(last_hidden_.data(), weights_.lm_head_or_embed(), nullptr, R, C, S,
                   local_logits_.data());  // (R, S); padding rows give zeros
   const bool root = shard_.rank == 0;
-  const auto start = std::chrono::steady_clock::now();
-  shard_.comm->gather(std::span<const float>(local_logits_.data(), slice),
-                      root ? std::span<float>(gathered_logits_.data(), slice * tp)
-                           : std::span<float>(),
-                      /*root=*/0);
-  communication_seconds_ +=
-      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  between_graph_segments([&] {
+    shard_.comm->gather(std::span<const float>(local_logits_.data(), slice),
+                        root ? std::span<float>(gathered_logits_.data(), slice * tp)
+                             : std::span<float>(),
+                        /*root=*/0);
+  });
   if (!root) return nullptr;
 
   if (static_cast<int64_t>(S) * tp == V) {
@@ -211,8 +221,9 @@ const float* LlamaModel::forward(std::span<const SequenceStep> steps, PagedKvCac
   ensure_workspace(T, R);
   Backend& be = backend_;
   // The step may be recorded and replayed as one graph (its ops until the
-  // synchronize() below); not when split, since collectives run in between.
-  if (!split) be.begin_step_graph();
+  // synchronize() below); split, as one graph per segment between two
+  // collectives (between_graph_segments).
+  be.begin_step_graph();
 
   if (!split) {
     be.embedding(layout.tokens, weights_.embed.view(), C, hidden_.data());  // hidden (T, C)

@@ -13,6 +13,7 @@
 // vocabulary slices of the logits are gathered on TP rank 0.
 #pragma once
 
+#include <functional>
 #include <span>
 #include <vector>
 
@@ -61,6 +62,9 @@ class LlamaModel {
   void ensure_workspace(int T, int R);
   void check_weight_shapes() const;
   // The TP collectives, timed into communication_seconds_.
+  // Runs a collective of the TP group between two step graph segments,
+  // counting its time as communication.
+  void between_graph_segments(const std::function<void()>& collective);
   void all_reduce(float* data, size_t n);
   const float* gather_logits(int R);
 

@@ -9,11 +9,12 @@ namespace tandem::cuda {
 namespace {
 
 // Graphs kept: the shapes one deployment steps through (batch sizes × block
-// lengths × block-table sizes) stay well below this; each graph holds a few
-// hundred nodes.
-constexpr size_t kMaxGraphs = 512;
+// lengths × block-table sizes), times the segments of a step: one for an
+// unsplit model, two per layer and two more for a tensor-parallel shard
+// (162 for 80 layers), whose graphs hold about ten nodes each.
+constexpr size_t kMaxGraphs = 8192;
 // Keys remembered from their first sighting; forgotten all at once beyond.
-constexpr size_t kMaxSeenOnce = 4096;
+constexpr size_t kMaxSeenOnce = 65536;
 
 }  // namespace
 

@@ -1,7 +1,9 @@
 // StepGraphs: records the launches of one model step and replays them as a
 // CUDA graph when a later step launches exactly the same (Backend::
 // begin_step_graph). A decode or verify step of an 8B model is about 500
-// small launches; a graph launch replaces them with one.
+// small launches; a graph launch replaces them with one. A tensor-parallel
+// shard's step is recorded in segments, one between each two collectives
+// (LlamaModel::between_graph_segments): each segment is a "step" here.
 //
 // While recording, each launch is kept as a closure and its arguments are
 // appended, byte for byte, to the step's key: the launcher's address, every

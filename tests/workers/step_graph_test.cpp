@@ -9,7 +9,10 @@
 // - a replayed graph reads the metadata of the step that launches it, not
 //   of the step it was recorded from;
 // - an op that reads host memory in the middle of a recording sees every op
-//   before it done.
+//   before it done;
+// - a tensor-parallel shard, recorded in segments between its collectives,
+//   gives the logits of the same shard launching op by op (two ranks as
+//   threads on one GPU, their all-reduces through the host).
 #include <gtest/gtest.h>
 
 #include <random>
@@ -19,6 +22,8 @@
 #include "kernels/cpu/ops.h"
 #include "tests/support/cuda_twin.h"
 #include "tests/support/small_model.h"
+#include "tests/support/thread_communicator.h"
+#include "workers/llama_weights.h"
 
 namespace tandem {
 namespace {
@@ -147,6 +152,88 @@ TEST(StepGraphs, AHostReadInTheMiddleSeesEveryOpBeforeIt) {
   gpu->add(dx.data(), dy.data(), x.size());  // after the recording ended: run as called
   gpu->synchronize();
   EXPECT_EQ(to_host(*gpu, dx.data(), x.size()), (std::vector<float>{31, 62, 93, 124}));
+}
+
+// A rank's communicator over device memory for ranks that share one GPU
+// (NCCL cannot): each collective copies through the host (with `copier`, a
+// CUDA backend of the rank's device, whose copies wait for themselves) and
+// the thread group. The model synchronized its backend before calling.
+class ThroughHost final : public Communicator {
+ public:
+  ThroughHost(Communicator& host, Backend& copier) : host_(host), copier_(copier) {}
+  int rank() const override { return host_.rank(); }
+  int size() const override { return host_.size(); }
+  void all_reduce_sum(std::span<float> data) override {
+    std::vector<float> staged = download(data.data(), data.size());
+    host_.all_reduce_sum(staged);
+    upload(staged, data.data());
+  }
+  void all_gather(std::span<const float> mine, std::span<float> all) override {
+    std::vector<float> out(all.size());
+    host_.all_gather(download(mine.data(), mine.size()), out);
+    upload(out, all.data());
+  }
+  void gather(std::span<const float> mine, std::span<float> all, int root) override {
+    std::vector<float> out(all.size());
+    host_.gather(download(mine.data(), mine.size()), out, root);
+    if (!all.empty()) upload(out, all.data());
+  }
+  void broadcast(Bytes& bytes, int root) override { host_.broadcast(bytes, root); }
+  void send(std::span<const std::byte> bytes, int to, int tag) override { host_.send(bytes, to, tag); }
+  std::optional<Bytes> receive(int from, int tag, double timeout) override {
+    return host_.receive(from, tag, timeout);
+  }
+  std::unique_ptr<Communicator> split(std::span<const int> ranks) override {
+    return host_.split(ranks);
+  }
+  [[noreturn]] void abort_job(int code) override { std::_Exit(code); }
+
+ private:
+  std::vector<float> download(const float* device, size_t n) {
+    std::vector<float> host(n);
+    copier_.download(device, host);
+    return host;
+  }
+  void upload(const std::vector<float>& host, float* device) { copier_.upload(host, device); }
+  Communicator& host_;
+  Backend& copier_;
+};
+
+TEST(StepGraphs, ATensorParallelShardRecordedInSegmentsGivesItsOpByOpLogits) {
+  TANDEM_SKIP_WITHOUT_CUDA_DEVICE();
+  ModelConfig config = test_support::small_llama(128, 3, 301, 512);  // V odd: uneven vocab blocks
+  test_support::run_ranks(2, [&](Communicator& host) {
+    auto copier = testing::cuda_backend(Dtype::bf16);
+    ThroughHost comm(host, *copier);
+    const TensorShard shard{comm.rank(), comm.size(), &comm};
+    auto graphed_backend = testing::cuda_backend(Dtype::bf16);
+    auto plain_backend = testing::cuda_backend(Dtype::bf16);
+    plain_backend->set_step_graphs(false);
+    PagedKvCache graphed_cache(config, 64, 4, *graphed_backend, shard);
+    PagedKvCache plain_cache(config, 64, 4, *plain_backend, shard);
+    LlamaModel graphed(config, make_dummy_weights(config, 5, *graphed_backend, shard),
+                       *graphed_backend, shard);
+    LlamaModel plain(config, make_dummy_weights(config, 5, *plain_backend, shard),
+                     *plain_backend, shard);
+    const SequenceId a = graphed_cache.create_sequence();
+    ASSERT_EQ(plain_cache.create_sequence(), a);
+    std::mt19937 rng(3);  // the same on both ranks: the same tokens
+    for (int i = 0; i < 12; ++i) {
+      const std::vector<int32_t> tokens = random_tokens(rng, i == 0 ? 6 : 1, config.vocab_size);
+      const int length = graphed_cache.length(a) + static_cast<int>(tokens.size());
+      ASSERT_TRUE(graphed_cache.reserve(a, length));
+      ASSERT_TRUE(plain_cache.reserve(a, length));
+      const std::vector<SequenceStep> steps = {{a, tokens, 1}};
+      const float* x = graphed.forward(steps, graphed_cache);
+      const float* y = plain.forward(steps, plain_cache);
+      if (comm.rank() == 0) {
+        const size_t n = static_cast<size_t>(config.vocab_size);
+        ASSERT_EQ(to_host(*graphed_backend, x, n), to_host(*plain_backend, y, n)) << "step " << i;
+      }
+    }
+    // Decode steps of one shape from the third on: their segments replay.
+    EXPECT_GT(graphed_backend->step_graph_stats().replayed, 0);
+  });
 }
 
 }  // namespace
