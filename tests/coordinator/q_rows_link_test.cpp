@@ -9,10 +9,10 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
-#include <cstdlib>
 #include <vector>
 
 #include "common/error.h"
+#include "tests/support/forwarding_communicator.h"
 #include "tests/support/thread_communicator.h"
 
 namespace tandem {
@@ -22,35 +22,8 @@ using test_support::run_ranks;
 
 constexpr int kVocab = 3;
 
-// A link over a non-owning view of the thread communicator.
-class Borrowed final : public Communicator {
- public:
-  explicit Borrowed(Communicator& inner) : inner_(inner) {}
-  int rank() const override { return inner_.rank(); }
-  int size() const override { return inner_.size(); }
-  void all_reduce_sum(std::span<float> data) override { inner_.all_reduce_sum(data); }
-  void all_gather(std::span<const float> mine, std::span<float> all) override {
-    inner_.all_gather(mine, all);
-  }
-  void gather(std::span<const float> mine, std::span<float> all, int root) override {
-    inner_.gather(mine, all, root);
-  }
-  void broadcast(Bytes& bytes, int root) override { inner_.broadcast(bytes, root); }
-  void send(std::span<const std::byte> bytes, int to, int tag) override { inner_.send(bytes, to, tag); }
-  std::optional<Bytes> receive(int from, int tag, double timeout) override {
-    return inner_.receive(from, tag, timeout);
-  }
-  std::unique_ptr<Communicator> split(std::span<const int> ranks) override {
-    return inner_.split(ranks);
-  }
-  [[noreturn]] void abort_job(int code) override {
-    inner_.abort_job(code);
-    std::_Exit(code);  // not reached
-  }
-
- private:
-  Communicator& inner_;
-};
+// A link over a non-owning handle of the thread communicator.
+using Borrowed = test_support::ForwardingCommunicator;
 
 std::vector<float> ramp(size_t n, float from) {
   std::vector<float> values(n);

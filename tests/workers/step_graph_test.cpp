@@ -21,6 +21,7 @@
 #include "kernels/backend.h"
 #include "kernels/cpu/ops.h"
 #include "tests/support/cuda_twin.h"
+#include "tests/support/forwarding_communicator.h"
 #include "tests/support/small_model.h"
 #include "tests/support/thread_communicator.h"
 #include "workers/llama_weights.h"
@@ -158,35 +159,24 @@ TEST(StepGraphs, AHostReadInTheMiddleSeesEveryOpBeforeIt) {
 // (NCCL cannot): each collective copies through the host (with `copier`, a
 // CUDA backend of the rank's device, whose copies wait for themselves) and
 // the thread group. The model synchronized its backend before calling.
-class ThroughHost final : public Communicator {
+class ThroughHost final : public test_support::ForwardingCommunicator {
  public:
-  ThroughHost(Communicator& host, Backend& copier) : host_(host), copier_(copier) {}
-  int rank() const override { return host_.rank(); }
-  int size() const override { return host_.size(); }
+  ThroughHost(Communicator& host, Backend& copier) : ForwardingCommunicator(host), copier_(copier) {}
   void all_reduce_sum(std::span<float> data) override {
     std::vector<float> staged = download(data.data(), data.size());
-    host_.all_reduce_sum(staged);
+    inner().all_reduce_sum(staged);
     upload(staged, data.data());
   }
   void all_gather(std::span<const float> mine, std::span<float> all) override {
     std::vector<float> out(all.size());
-    host_.all_gather(download(mine.data(), mine.size()), out);
+    inner().all_gather(download(mine.data(), mine.size()), out);
     upload(out, all.data());
   }
   void gather(std::span<const float> mine, std::span<float> all, int root) override {
     std::vector<float> out(all.size());
-    host_.gather(download(mine.data(), mine.size()), out, root);
+    inner().gather(download(mine.data(), mine.size()), out, root);
     if (!all.empty()) upload(out, all.data());
   }
-  void broadcast(Bytes& bytes, int root) override { host_.broadcast(bytes, root); }
-  void send(std::span<const std::byte> bytes, int to, int tag) override { host_.send(bytes, to, tag); }
-  std::optional<Bytes> receive(int from, int tag, double timeout) override {
-    return host_.receive(from, tag, timeout);
-  }
-  std::unique_ptr<Communicator> split(std::span<const int> ranks) override {
-    return host_.split(ranks);
-  }
-  [[noreturn]] void abort_job(int code) override { std::_Exit(code); }
 
  private:
   std::vector<float> download(const float* device, size_t n) {
@@ -195,7 +185,6 @@ class ThroughHost final : public Communicator {
     return host;
   }
   void upload(const std::vector<float>& host, float* device) { copier_.upload(host, device); }
-  Communicator& host_;
   Backend& copier_;
 };
 
