@@ -8,7 +8,7 @@
 # Run it on a Debian 12 machine of the GPU machine's architecture, with
 # network and apt lists (apt-get update). It needs no root and installs
 # nothing: apt-get download fetches the .deb files into OUT/debs, and
-# dpkg-deb -x unpacks them into OUT/root (never into /). OUT/env.sh sets the
+# unpack_debs.sh unpacks them into OUT/root (never into /). OUT/env.sh sets the
 # variables that point a build and a run at OUT/root; OUT can be copied
 # anywhere (env.sh finds itself).
 #
@@ -69,28 +69,6 @@ while [[ ${#queue[@]} -gt 0 ]]; do
 done
 echo "bundle_debs: ${#packages[@]} packages: ${packages[*]}"
 
-mkdir -p "$out/debs" "$out/root"
+mkdir -p "$out/debs"
 (cd "$out/debs" && apt-get download "${packages[@]}")
-for deb in "$out"/debs/*.deb; do
-  dpkg-deb -x "$deb" "$out/root"
-done
-
-# Debian ships some links as absolute paths (/usr/lib/...); inside the
-# bundle they must point into root/, relatively, so that OUT can move.
-while IFS= read -r link; do
-  target=$(readlink "$link")
-  if [[ -e $out/root$target ]]; then ln -sfnr "$out/root$target" "$link"; fi
-done < <(find "$out/root" -type l -lname '/*')
-
-# Debian's Open MPI reaches mpicxx and mpirun through update-alternatives
-# (/usr/bin/mpicxx -> /etc/alternatives/...), which dpkg-deb -x does not
-# run: give the bundle the plain names.
-for tool in mpicc mpicxx mpirun mpiexec; do
-  if [[ -e $out/root/usr/bin/$tool.openmpi && ! -e $out/root/usr/bin/$tool ]]; then
-    ln -s "$tool.openmpi" "$out/root/usr/bin/$tool"
-  fi
-done
-
-cp "$repo/tools/gpu/env.sh" "$out/env.sh"
-echo "bundle_debs: unpacked into $out/root; in the shell that builds or runs Tandem:"
-echo "  source $out/env.sh"
+"$repo/tools/gpu/unpack_debs.sh" "$out/debs" "$out"
