@@ -3,7 +3,7 @@
 #include <unistd.h>
 
 #include <chrono>
-#include <cstring>
+#include <fstream>
 #include <string>
 
 #include "common/error.h"
@@ -16,12 +16,19 @@ namespace {
 
 constexpr int kQRowsTag = static_cast<int>(wire::MessageType::q_rows);
 
-// "host:device" of this rank's GPU: two ranks with the same one cannot
-// share an NCCL communicator ("Duplicate GPU detected").
+// "machine:device" of this rank's GPU: two ranks with the same one cannot
+// share an NCCL communicator ("Duplicate GPU detected"). The machine is its
+// boot id, which containers on one machine share (their host names may
+// differ); the host name where there is none.
 std::string gpu_identity(int device) {
-  char host[256] = {};
-  gethostname(host, sizeof host - 1);
-  return std::string(host) + ":" + std::to_string(device);
+  std::string machine;
+  std::ifstream("/proc/sys/kernel/random/boot_id") >> machine;
+  if (machine.empty()) {
+    char host[256] = {};
+    gethostname(host, sizeof host - 1);
+    machine = host;
+  }
+  return machine + ":" + std::to_string(device);
 }
 
 // Both members learn both identities (two broadcasts over the pair).
