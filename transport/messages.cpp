@@ -144,7 +144,6 @@ void write_sequence(ByteWriter& writer, const TargetStep::Sequence& sequence) {
            " has q rows in this process's memory (q_source local), which cannot be sent";
   });
   writer.u8(static_cast<uint8_t>(sequence.q_source));
-  writer.f32s(sequence.q);
   writer.u64(sequence.q_step);
   writer.i32(sequence.q_first_row);
 }
@@ -185,7 +184,8 @@ DraftStep::Entry read_draft_entry(ByteReader& reader) {
 
 QSource read_q_source(ByteReader& reader) {
   const uint8_t value = reader.u8("sequences.q_source");
-  if (value > static_cast<uint8_t>(QSource::draft_rank)) {
+  if (value != static_cast<uint8_t>(QSource::one_hot) &&
+      value != static_cast<uint8_t>(QSource::draft_rank)) {
     reader.fail("sequences.q_source", "unknown value " + std::to_string(value));
   }
   return static_cast<QSource>(value);
@@ -206,13 +206,6 @@ void check_sequence(ByteReader& reader, const TargetStep::Sequence& sequence) {
     reader.fail("sequences.gamma", std::to_string(sequence.gamma) + " drafts but only " +
                                        std::to_string(tokens) + " tokens");
   }
-  const size_t q = sequence.q.size();
-  if (sequence.q_source != QSource::inline_rows) {
-    if (q != 0) reader.fail("sequences.q", "holds values but q_source is not inline_rows");
-  } else if (sequence.gamma == 0 ? q != 0 : q % static_cast<size_t>(sequence.gamma) != 0) {
-    reader.fail("sequences.q", std::to_string(q) + " values are not gamma (" +
-                                   std::to_string(sequence.gamma) + ") whole rows");
-  }
 }
 
 TargetStep::Sequence read_sequence(ByteReader& reader) {
@@ -228,7 +221,6 @@ TargetStep::Sequence read_sequence(ByteReader& reader) {
   sequence.lenience = reader.f32("sequences.lenience");
   sequence.session = reader.u64("sequences.session");
   sequence.q_source = read_q_source(reader);
-  sequence.q = reader.f32s("sequences.q");
   sequence.q_step = reader.u64("sequences.q_step");
   sequence.q_first_row = reader.i32("sequences.q_first_row");
   check_sequence(reader, sequence);

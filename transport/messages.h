@@ -31,7 +31,7 @@
 namespace tandem::wire {
 
 // 2: TargetStep sequences name their QRows; 3: TargetStep carries truncations;
-// 4: QRows carries row counts, the rows follow apart
+// 4: QRows carries row counts, the rows follow apart; no inline q rows
 constexpr uint16_t kFormatVersion = 4;
 
 enum class MessageType : uint16_t {
@@ -90,14 +90,14 @@ struct QRows {
   std::vector<int32_t> runs;  // entries per transfer, Σ = entries.size(); each > 0
 };
 
-// Where the q rows of a verified block come from.
+// Where the q rows of a verified block come from. (1 was rows inline in
+// the message, before they went over the q rows link; it is not used.)
 enum class QSource : uint8_t {
-  one_hot = 0,    // deterministic drafter or greedy session: q_j one-hot at x_j
-  inline_rows = 1,  // carried in TargetStep::Sequence::q
-  draft_rank = 2,   // in the QRows of draft step q_step, from the draft rank
+  one_hot = 0,     // deterministic drafter or greedy session: q_j one-hot at x_j
+  draft_rank = 2,  // in the QRows of draft step q_step, over the q rows link
   // In the verifying process's memory, handed to the executor beside the
-  // message (TargetExecutor::run). Never on the wire: a remote target gets
-  // such rows inline.
+  // message (TargetExecutor::run). Never on the wire: the coordinator sends
+  // such rows to a remote target over the q rows link, as draft_rank.
   local = 3,
 };
 
@@ -116,7 +116,6 @@ struct TargetStep {
     float lenience = 1.0f;
     uint64_t session = 0;           // matches QRows entries
     QSource q_source = QSource::one_hot;
-    std::vector<float> q;           // (gamma, V) when q_source is inline_rows
     // q_source draft_rank: the draft step whose QRows hold this block's rows,
     // from row q_first_row on (a block drafted ahead behind its guessed
     // bonus token starts at row 1). Draft steps that were drafted but never

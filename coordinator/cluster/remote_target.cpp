@@ -8,16 +8,9 @@ void RemoteTarget::run(wire::TargetStep& step, std::span<const DeviceRows> local
                        wire::TargetResult& result) {
   require(lost_.empty(), ErrorKind::unavailable, [&] { return lost_; });
   const std::vector<int>& ranks = channel_.layout().placement.target_ranks;
-  const bool has_rows = hand_over_q_rows(step, local_q);
+  send_q_rows(step, local_q);
   const Bytes bytes = wire::encode(step);
-  channel_.send(bytes, ranks.front(), kCommandTag);
-  if (ranks.size() > 1) {
-    // The q rows are γ·V floats a block; only target rank 0 reads them.
-    if (has_rows)
-      for (wire::TargetStep::Sequence& s : step.sequences) s.q.clear();
-    const Bytes shard_bytes = has_rows ? wire::encode(step) : bytes;
-    for (size_t r = 1; r < ranks.size(); ++r) channel_.send(shard_bytes, ranks[r], kCommandTag);
-  }
+  for (int rank : ranks) channel_.send(bytes, rank, kCommandTag);
   const std::string name = "target step " + std::to_string(step.step);
   try {
     // Acknowledgements first, in TP order: a rank that never received the
@@ -35,35 +28,27 @@ void RemoteTarget::run(wire::TargetStep& step, std::span<const DeviceRows> local
   });
 }
 
-bool RemoteTarget::hand_over_q_rows(wire::TargetStep& step, std::span<const DeviceRows> local_q) {
-  QRowsLink* link = channel_.q_rows_link();
+void RemoteTarget::send_q_rows(wire::TargetStep& step, std::span<const DeviceRows> local_q) {
   wire::QRows message;
   message.step = step.step;  // increasing, as the inbox wants
   message.vocab = vocab_;
   std::vector<DeviceRows> rows;
-  bool inline_rows = false;
   for (size_t i = 0; i < step.sequences.size(); ++i) {
     wire::TargetStep::Sequence& s = step.sequences[i];
-    if (s.q_source != wire::QSource::local) {
-      inline_rows |= !s.q.empty();
-      continue;
-    }
+    if (s.q_source != wire::QSource::local) continue;
     require(i < local_q.size(), ErrorKind::internal, "a block's local q rows did not come");
-    if (link == nullptr) {
-      s.q = local_q[i].to_host();
-      s.q_source = wire::QSource::inline_rows;
-      inline_rows = true;
-      continue;
-    }
     s.q_source = wire::QSource::draft_rank;
     s.q_step = step.step;
     s.q_first_row = 0;
     message.entries.push_back({s.session, s.gamma});
     rows.push_back(local_q[i]);
   }
+  if (message.entries.empty()) return;
+  QRowsLink* link = channel_.q_rows_link();
+  require(link != nullptr, ErrorKind::internal,
+          "the drafter in the coordinator has q rows for a remote target, but no q rows link");
   // Before the step: target rank 0 takes rows while it waits for a command.
-  if (!message.entries.empty()) link->send(message, rows);
-  return inline_rows;
+  link->send(message, rows);
 }
 
 }  // namespace tandem

@@ -5,11 +5,9 @@
 // lost: run() throws Error(unavailable) naming it, and every later run()
 // throws the same at once (the group cannot recover a missing shard).
 //
-// The q rows of a drafter in this process go to target rank 0 over the q
-// rows link (GPU to GPU with NCCL) just before the step, named by the
-// step's number as if a draft rank had sent them; without a link they go
-// inline in the step (one download each). Either way only target rank 0
-// gets them: the other shards do not verify.
+// The q rows of a drafter in this process go to target rank 0 alone over
+// the q rows link (GPU to GPU with NCCL) just before the step, named by the
+// step's number as if a draft rank had sent them.
 #pragma once
 
 #include <optional>
@@ -30,9 +28,8 @@ class RemoteTarget final : public TargetExecutor {
   const std::string& lost() const { return lost_; }
 
  private:
-  // Sends the local rows over the link, or moves them inline; returns
-  // whether any went inline.
-  bool hand_over_q_rows(wire::TargetStep& step, std::span<const DeviceRows> local_q);
+  // Sends the step's local rows over the link; the step then names them.
+  void send_q_rows(wire::TargetStep& step, std::span<const DeviceRows> local_q);
 
   PeerChannel& channel_;
   int vocab_;

@@ -23,32 +23,30 @@ StepGraphs::~StepGraphs() {
 }
 
 void StepGraphs::begin() {
-  key_.clear();
-  launches_.clear();
+  stop_recording();
   recording_ = enabled_;
+}
+
+void StepGraphs::stop_recording() {
+  recording_ = false;
+  launches_.clear();
+  key_.clear();
 }
 
 void StepGraphs::run_eagerly() {
   if (!recording_) return;
-  recording_ = false;
   ++stats_.eager;
   std::vector<std::function<void()>> launches = std::move(launches_);
-  launches_.clear();
-  key_.clear();
+  stop_recording();
   for (const auto& launch : launches) launch();
 }
 
 void StepGraphs::finish(cudaStream_t stream) {
   if (!recording_) return;
-  if (launches_.empty()) {
-    recording_ = false;
-    return;
-  }
+  if (launches_.empty()) return stop_recording();
   if (const auto found = graphs_.find(key_); found != graphs_.end()) {
-    recording_ = false;
+    stop_recording();
     ++stats_.replayed;
-    launches_.clear();
-    key_.clear();
     TANDEM_CUDA_CHECK(cudaGraphLaunch(found->second, stream));
     return;
   }
@@ -89,10 +87,8 @@ void StepGraphs::capture_and_launch(cudaStream_t stream) {
   }
   if (graphs_.size() >= kMaxGraphs) forget_oldest_graph();
   graph_order_.push_back(key_);
-  graphs_.emplace(std::move(key_), exec);
-  key_.clear();
-  launches_.clear();
-  recording_ = false;
+  graphs_.emplace(key_, exec);
+  stop_recording();
   ++stats_.captured;
   TANDEM_CUDA_CHECK(cudaGraphLaunch(exec, stream));
 }

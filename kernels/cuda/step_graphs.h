@@ -58,6 +58,8 @@ class StepGraphs {
 
  private:
   void capture_and_launch(cudaStream_t stream);
+  // Drops what was recorded (it ran, was launched as a graph, or never will).
+  void stop_recording();
   void forget_oldest_graph();
 
   bool enabled_ = true;

@@ -79,7 +79,6 @@ TEST(MessagesRoundTrip, TargetStep) {
     EXPECT_EQ(a.lenience, b.lenience);
     EXPECT_EQ(a.session, b.session);
     EXPECT_EQ(a.q_source, b.q_source);
-    EXPECT_EQ(a.q, b.q);
     EXPECT_EQ(a.q_step, b.q_step);
     EXPECT_EQ(a.q_first_row, b.q_first_row);
   }

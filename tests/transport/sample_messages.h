@@ -64,14 +64,12 @@ inline wire::TargetStep sample_target_step() {
   verify.first_position = 18;
   verify.lenience = 1.5f;
   verify.session = 12;
-  verify.q_source = wire::QSource::inline_rows;
-  verify.q = {0.25f, 0.75f, 0.5f, 0.5f};  // (gamma 2, V 2)
+  verify.q_source = wire::QSource::one_hot;
   message.sequences.push_back(verify);
 
   wire::TargetStep::Sequence from_draft_rank = verify;
   from_draft_rank.seq = 4;
   from_draft_rank.q_source = wire::QSource::draft_rank;
-  from_draft_rank.q.clear();
   from_draft_rank.q_step = (1ULL << 40) + 3;
   from_draft_rank.q_first_row = 1;
   message.sequences.push_back(from_draft_rank);

@@ -9,56 +9,33 @@
 namespace tandem {
 namespace {
 
-// A sampled block's q rows before they are placed where the verification
-// op reads them: on the host (inline in the message), in some backend's
-// memory (the drafter's, or the q link's inbox), or none (one-hot).
-struct PendingQ {
-  std::span<const float> host;
-  DeviceRows rows;
-};
-
 // Whether `backend`'s ops can read `rows` where they are.
 bool readable_in_place(Backend& backend, const DeviceRows& rows) {
   return rows.backend() == &backend ||
          (backend.reads_host_memory() && rows.backend()->reads_host_memory());
 }
 
-// Points each block's q at its rows in `backend`'s memory: in place where
-// the op can read them, else in scratch.q, with one upload for every host
-// block together and one device-to-device copy per block from another GPU.
-void place_q_rows(Backend& backend, std::span<const PendingQ> pending,
-                  std::span<VerifyBlock> blocks, VerifyScratch& scratch) {
-  std::vector<float>& staged = scratch.q_host;
-  staged.clear();
-  size_t copied = 0;  // floats copied from another backend's memory
-  for (const PendingQ& q : pending) {
-    if (!q.host.empty() && !backend.reads_host_memory())
-      staged.insert(staged.end(), q.host.begin(), q.host.end());
-    if (!q.rows.empty() && !readable_in_place(backend, q.rows)) copied += q.rows.size();
-  }
-  if (scratch.q.size() < staged.size() + copied) scratch.q = backend.allocate(staged.size() + copied);
-  if (!staged.empty()) backend.upload(staged, scratch.q.data());
-  size_t staged_at = 0;
-  size_t copied_at = staged.size();
-  for (size_t k = 0; k < pending.size(); ++k) {
-    const PendingQ& q = pending[k];
-    if (!q.host.empty()) {
-      if (backend.reads_host_memory()) {
-        blocks[k].q = q.host.data();
-      } else {
-        blocks[k].q = scratch.q.data() + staged_at;
-        staged_at += q.host.size();
-      }
-    } else if (!q.rows.empty()) {
-      if (readable_in_place(backend, q.rows)) {
-        blocks[k].q = q.rows.data();
-      } else {
-        float* to = scratch.q.data() + copied_at;
-        backend.copy_from(*q.rows.backend(), q.rows.data(), q.rows.size(), to);
-        blocks[k].q = to;
-        copied_at += q.rows.size();
-      }
+// Points each block's q at its rows (none: one-hot): in place where the op
+// can read them, else copied device to device (a draft GPU of its own in
+// this process) into scratch.q.
+void place_q_rows(Backend& backend, std::span<const DeviceRows> q_rows,
+                  std::span<VerifyBlock> blocks, Buffer& scratch) {
+  size_t copied = 0;
+  for (const DeviceRows& rows : q_rows)
+    if (!rows.empty() && !readable_in_place(backend, rows)) copied += rows.size();
+  if (scratch.size() < copied) scratch = backend.allocate(copied);
+  size_t at = 0;
+  for (size_t k = 0; k < q_rows.size(); ++k) {
+    const DeviceRows& rows = q_rows[k];
+    if (rows.empty()) continue;
+    if (readable_in_place(backend, rows)) {
+      blocks[k].q = rows.data();
+      continue;
     }
+    float* to = scratch.data() + at;
+    backend.copy_from(*rows.backend(), rows.data(), rows.size(), to);
+    blocks[k].q = to;
+    at += rows.size();
   }
 }
 
@@ -79,7 +56,7 @@ void verify_blocks(Backend& backend, int V, const float* logits, const wire::Tar
 
   std::vector<int32_t> argmaxes(rows);  // (R)
   std::vector<VerifyBlock> sampled;
-  std::vector<PendingQ> sampled_q;  // each sampled block's q rows, or none
+  std::vector<DeviceRows> sampled_q;  // each sampled block's q rows, or none (one-hot)
   std::vector<GreedyBlock> greedy;
   std::vector<size_t> sampled_of, greedy_of;  // index into outcomes
   int sampled_drafts = 0;
@@ -108,42 +85,29 @@ void verify_blocks(Backend& backend, int V, const float* logits, const wire::Tar
       greedy_of.push_back(verified++);
       continue;
     }
-    // q rows: inline, in this process, rows q_first_row.. of the draft
-    // rank's, or none (one-hot at the drafts).
-    PendingQ q;
-    size_t available = 0;
+    // q rows: in this process, rows q_first_row.. of those that came over
+    // the q rows link, or none (one-hot at the drafts).
+    DeviceRows q;
     size_t first = 0;
-    const size_t needed = static_cast<size_t>(s.gamma) * V;
-    switch (s.q_source) {
-      case wire::QSource::one_hot:
-        break;
-      case wire::QSource::inline_rows:
-        q.host = s.q;
-        available = q.host.size();
-        break;
-      case wire::QSource::local:
-        require(!local_q.empty(), ErrorKind::internal, [&] {
-          return "session " + std::to_string(s.session) + "'s q rows are local, but none came";
-        });
-        q.rows = local_q[index];
-        available = q.rows.size();
-        break;
-      case wire::QSource::draft_rank:
-        require(draft_rank_rows != nullptr, ErrorKind::internal,
-                "a block's q rows are at the draft rank, but this rank cannot receive them");
-        q.rows = draft_rank_rows->rows(s.session, s.q_step, V);
-        available = q.rows.size();
-        first = static_cast<size_t>(s.q_first_row) * V;
-        break;
+    if (s.q_source == wire::QSource::local) {
+      require(!local_q.empty(), ErrorKind::internal, [&] {
+        return "session " + std::to_string(s.session) + "'s q rows are local, but none came";
+      });
+      q = local_q[index];
+    } else if (s.q_source == wire::QSource::draft_rank) {
+      require(draft_rank_rows != nullptr, ErrorKind::internal,
+              "a block's q rows are at the draft rank, but this rank cannot receive them");
+      q = draft_rank_rows->rows(s.session, s.q_step, V);
+      first = static_cast<size_t>(s.q_first_row) * V;
     }
+    const size_t needed = static_cast<size_t>(s.gamma) * V;
     const bool has_q = s.q_source != wire::QSource::one_hot;
-    require(!has_q || first + needed <= available, ErrorKind::internal, [&] {
-      return "session " + std::to_string(s.session) + " has " + std::to_string(available) +
+    require(!has_q || first + needed <= q.size(), ErrorKind::internal, [&] {
+      return "session " + std::to_string(s.session) + " has " + std::to_string(q.size()) +
              " q values for " + std::to_string(s.gamma) + " drafts from row " +
              std::to_string(s.q_first_row);
     });
-    if (!q.host.empty()) q.host = q.host.subspan(first, needed);
-    if (!q.rows.empty()) q.rows = q.rows.slice(first, needed);
+    if (has_q) q = q.slice(first, needed);
     backend.standardize(logits + offset, s.gamma + 1, V, std::span(&s.sampling, 1),
                         probs.data() + offset);
     sampled.push_back({s.gamma, drafts, probs.data() + offset, nullptr, s.first_position,
@@ -152,7 +116,7 @@ void verify_blocks(Backend& backend, int V, const float* logits, const wire::Tar
     sampled_of.push_back(verified++);
     sampled_drafts += s.gamma;
   }
-  place_q_rows(backend, sampled_q, sampled, scratch);
+  place_q_rows(backend, sampled_q, sampled, scratch.q);
 
   outcomes.assign(verified, {});
   std::vector<VerifyOutcome> sampled_out(sampled.size()), greedy_out(greedy.size());

@@ -4,8 +4,8 @@
 // logit_count tokens), verifies every sequence that asks for it: greedy
 // sessions compare argmaxes (the fast path that never builds probability
 // rows), sampled ones standardize p_1..p_{γ+1} and run Algorithm 1 against
-// q rows that come inline, from the drafter in this process, from the
-// draft rank's QRows, or are one-hot.
+// q rows that come from the drafter in this process, over the q rows link,
+// or are one-hot.
 // Runs wherever the logits are: in the engine's process, or on target
 // rank 0 of a tensor-parallel group.
 #pragma once
@@ -20,14 +20,12 @@
 namespace tandem {
 
 // Backend memory verification reuses from step to step, grown as needed:
-// the standardized p rows, and the q rows that the ops cannot read where
-// they are: rows inline in the message (on a backend whose ops do not read
-// host memory: a GPU), uploaded together, and rows on another GPU (a draft
-// GPU of its own in this process), copied device to device.
+// the standardized p rows, and q rows the ops cannot read where they are
+// (on another GPU: a draft GPU of its own in this process), copied device
+// to device.
 struct VerifyScratch {
   Buffer probs;
-  Buffer q;                   // such q rows, on this backend
-  std::vector<float> q_host;  // the inline ones, gathered on the host for one upload
+  Buffer q;
 };
 
 // outcomes: one per sequence with verify set, in step order. Rows with
