@@ -115,6 +115,18 @@ class Backend {
   // Whether the ops read host memory as it is (the CPU backend), so host
   // data an op needs can be passed without an upload.
   virtual bool reads_host_memory() const { return false; }
+  // A point in this backend's queue of ops, for work the backend does not
+  // order (NCCL's stream, the host) that touches memory its ops use: a fresh
+  // buffer's zero fill, or the last reads of a reused one, may still be
+  // queued. wait() returns once every op called before record_event() has
+  // finished; it does not stop other ops from being queued meanwhile. The
+  // default: ops run as they are called, so all have finished already.
+  class Event {
+   public:
+    virtual ~Event() = default;
+    virtual void wait() {}
+  };
+  virtual std::unique_ptr<Event> record_event() { return std::make_unique<Event>(); }
   // to (n) = from (n), where `from` is memory of `source`: another backend
   // of this process (the draft's GPU) or this one. Queued like an op; what
   // `source` queued to write `from` must have finished. The default goes

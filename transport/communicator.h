@@ -9,9 +9,12 @@
 // numbered 0.. in the order given.
 //
 // Collectives must be called by every rank of the communicator in the same
-// order. Point-to-point messages carry a tag so that a receiver takes the
-// kind of message it expects; messages with one tag between two ranks
-// arrive in the order sent.
+// order. Their float buffers are in the communicator's float memory (see
+// floats_on_device() below), finished (no device work still writing them)
+// and free (none still reading them): no call waits for other device work.
+// Point-to-point messages carry a tag so that a receiver takes the kind of
+// message it expects; messages with one tag between two ranks arrive in the
+// order sent.
 //
 // Not thread-safe: one thread per process talks through a communicator.
 #pragma once
@@ -58,12 +61,11 @@ class Communicator {
   // Floats point to point in the communicator's float memory, the memory
   // its collectives take: GPU memory for NCCL (floats_on_device()), host
   // memory otherwise. The receiver names the exact count; floats between
-  // two ranks arrive in the order sent. The sent floats must be finished
-  // (no device work still writing them) and the receiving buffer free:
-  // neither call waits for other work on the device. receive_floats()
-  // waits as long as it takes, so call it only when the sender is known to
-  // be sending (a message said so). The defaults send them as a byte message with
-  // kFloatsTag; NCCL sends them GPU to GPU.
+  // two ranks arrive in the order sent; finished and free, as for the
+  // collectives. receive_floats() waits as long as it takes, so call it
+  // only when the sender is known to be sending (a message said so). The
+  // defaults send them as a byte message with kFloatsTag; NCCL sends them
+  // GPU to GPU.
   virtual bool floats_on_device() const { return false; }
   virtual void send_floats(std::span<const float> data, int to) {
     send(std::as_bytes(data), to, kFloatsTag);

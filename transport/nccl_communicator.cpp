@@ -1,19 +1,20 @@
 // NcclCommunicator (see nccl_communicator.h).
 //
 // Ordering with the caller's kernels. The CUDA backend launches its kernels
-// on a stream of its own (possibly created cudaStreamNonBlocking) that this
-// class cannot see, and NCCL runs on stream_. Two things must hold:
+// on a stream of its own that this class cannot see, and NCCL runs on
+// stream_. Two things must hold:
 //   1. the collective must not read its input before the kernels writing it
 //      are done;
 //   2. the caller's next kernel must not read the output before the
 //      collective is done.
-// For (1) we call cudaDeviceSynchronize, which waits for every stream of
-// this process on the device, whatever its flags. An event recorded on the
-// legacy default stream would not do: non-blocking streams do not order
-// themselves after it. For (2) we wait on the host until stream_ is idle
-// before returning; the call's wall time is then the communication time
-// that LlamaModel reports.
-// The cost is two host round trips per collective and no overlap of
+// (1) is the caller's: the floats must be finished (communicator.h), and
+// LlamaModel synchronizes its backend before each collective. We do not
+// wait for the device ourselves: cudaDeviceSynchronize waits for every
+// stream on the GPU, and a draft sharing it may be capturing a step graph
+// on its own thread, which such a wait invalidates. For (2) we wait on the
+// host until stream_ is idle before returning; the call's wall time is then
+// the communication time that LlamaModel reports.
+// The cost is a host round trip per collective and no overlap of
 // communication with compute. The faster way, for when the backend exposes
 // its stream: record an event on the compute stream, cudaStreamWaitEvent
 // on stream_, enqueue, record an event on stream_, cudaStreamWaitEvent on
@@ -161,10 +162,7 @@ void NcclCommunicator::require_peer(int peer, const char* operation) const {
   });
 }
 
-void NcclCommunicator::wait_for_prior_device_work() {
-  check(cudaSetDevice(device_), "cudaSetDevice");
-  check(cudaDeviceSynchronize(), "cudaDeviceSynchronize (before a collective)");
-}
+void NcclCommunicator::use_device() { check(cudaSetDevice(device_), "cudaSetDevice"); }
 
 void NcclCommunicator::wait_for_collective(const char* operation) {
   // Polled rather than cudaStreamSynchronize: while waiting, NCCL can
@@ -190,7 +188,7 @@ void NcclCommunicator::wait_for_collective(const char* operation) {
 void NcclCommunicator::all_reduce_sum(std::span<float> data) {
   if (data.empty()) return;
   require_device_memory(data.data(), "ncclAllReduce");
-  wait_for_prior_device_work();
+  use_device();
   check(ncclAllReduce(data.data(), data.data(), data.size(), ncclFloat, ncclSum, comm_, stream_),
         "ncclAllReduce");
   wait_for_collective("ncclAllReduce");
@@ -204,7 +202,7 @@ void NcclCommunicator::all_gather(std::span<const float> mine, std::span<float> 
   if (mine.empty()) return;
   require_device_memory(mine.data(), "ncclAllGather (input)");
   require_device_memory(all.data(), "ncclAllGather (output)");
-  wait_for_prior_device_work();
+  use_device();
   check(ncclAllGather(mine.data(), all.data(), mine.size(), ncclFloat, comm_, stream_),
         "ncclAllGather");
   wait_for_collective("ncclAllGather");
@@ -223,7 +221,7 @@ void NcclCommunicator::gather(std::span<const float> mine, std::span<float> all,
   if (n == 0) return;
   require_device_memory(mine.data(), "gather (input)");
   if (is_root) require_device_memory(all.data(), "gather (output)");
-  wait_for_prior_device_work();
+  use_device();
 
   // NCCL has no gather: the root receives from every other rank in one
   // group (so the transfers run together and cannot deadlock on order) and
@@ -256,16 +254,14 @@ void NcclCommunicator::gather(std::span<const float> mine, std::span<float> all,
 
 // ---- device floats point to point -----------------------------------------------
 // Each call waits until its transfer is done: the receiver may read the
-// floats right away, and the sender may reuse its buffer. Unlike the
-// collectives they do not wait for the device's other work first (the
-// floats are finished, see communicator.h): the draft's GPU may be busy
-// drafting the next block, even capturing a graph of it, on another thread.
+// floats right away, and the sender may reuse its buffer. Like the
+// collectives they take finished floats and a free buffer (communicator.h).
 
 void NcclCommunicator::send_floats(std::span<const float> data, int to) {
   require_peer(to, "ncclSend");
   if (data.empty()) return;  // the receiver names the same count: no call there either
   require_device_memory(data.data(), "ncclSend");
-  check(cudaSetDevice(device_), "cudaSetDevice");
+  use_device();
   check(ncclSend(data.data(), data.size(), ncclFloat, to, comm_, stream_), "ncclSend");
   wait_for_collective("ncclSend");
 }
@@ -274,7 +270,7 @@ void NcclCommunicator::receive_floats(std::span<float> data, int from) {
   require_peer(from, "ncclRecv");
   if (data.empty()) return;
   require_device_memory(data.data(), "ncclRecv");
-  check(cudaSetDevice(device_), "cudaSetDevice");
+  use_device();
   check(ncclRecv(data.data(), data.size(), ncclFloat, from, comm_, stream_), "ncclRecv");
   wait_for_collective("ncclRecv");
 }

@@ -13,10 +13,12 @@
 // the same device (it fails with "Duplicate GPU detected" or hangs), so
 // `device` must differ between the ranks of a group on one host.
 //
-// Every collective returns with its result in place (see the .cpp for how
-// it orders itself after the caller's kernels), so the caller may read the
-// buffer or launch the next kernel on any stream right away, and the time
-// spent in the call is the communication time.
+// Every call takes finished floats (no kernel still writing them; the
+// caller synchronizes its stream first) and returns with its result in
+// place, so the caller may read the buffer or launch the next kernel on any
+// stream right away, and the time spent in the call is the communication
+// time. It never waits for the whole device: another thread may be
+// capturing a CUDA graph on the same GPU (see the .cpp).
 //
 // Built only with CUDA and NCCL (the tandem_transport_nccl target).
 // Not thread-safe, like every Communicator. Not copyable or movable.
@@ -85,8 +87,9 @@ class NcclCommunicator final : public Communicator {
   void check(ncclResult_t status, const char* call);
   void require_device_memory(const void* pointer, const char* operation);
   void require_peer(int peer, const char* operation) const;
-  // Before and after each collective: see the ordering note in the .cpp.
-  void wait_for_prior_device_work();
+  // Makes this communicator's GPU current for the calling thread.
+  void use_device();
+  // After each call: see the ordering note in the .cpp.
   void wait_for_collective(const char* operation);
 
   std::unique_ptr<Communicator> host_;  // declared first: destroyed last

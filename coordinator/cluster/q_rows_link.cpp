@@ -161,6 +161,12 @@ std::optional<ArrivedQRows> QRowsLink::receive(double timeout_seconds) {
   const size_t floats = floats_of(arrived.header);
   Backend& backend = pool_->backend();
   std::shared_ptr<Buffer> storage = pool_->acquire(floats);
+  // Received straight into the buffer, the rows are written from outside
+  // the backend's queue (NCCL's stream, or this thread): ops still queued
+  // on the buffer there (a fresh one's zero fill, a reused one's last
+  // reads) must finish first. Uploads are queued behind them anyway.
+  const bool straight_in = device_to_device() || backend.reads_host_memory();
+  if (straight_in) backend.record_event()->wait();
   // Each run into its place, side by side again.
   const size_t V = static_cast<size_t>(arrived.header.vocab);
   size_t entry = 0;
@@ -171,7 +177,7 @@ std::optional<ArrivedQRows> QRowsLink::receive(double timeout_seconds) {
       count += static_cast<size_t>(arrived.header.entries[entry].rows) * V;
     if (count == 0) continue;  // send() sent nothing for it
     const std::span<float> into(storage->data() + at, count);
-    if (device_to_device() || backend.reads_host_memory()) {
+    if (straight_in) {
       pair_->receive_floats(into, kDraft);
     } else {
       staged_.resize(count);

@@ -41,6 +41,24 @@ cudaDataType_t cuda_type(Dtype dtype) {
   return CUDA_R_32F;
 }
 
+// A CUDA event recorded on the backend's stream.
+class StreamEvent final : public Backend::Event {
+ public:
+  explicit StreamEvent(cudaStream_t stream) {
+    TANDEM_CUDA_CHECK(cudaEventCreateWithFlags(&event_, cudaEventDisableTiming));
+    const cudaError_t status = cudaEventRecord(event_, stream);
+    if (status != cudaSuccess) cudaEventDestroy(event_);
+    TANDEM_CUDA_CHECK(status);
+  }
+  StreamEvent(const StreamEvent&) = delete;
+  StreamEvent& operator=(const StreamEvent&) = delete;
+  ~StreamEvent() override { cudaEventDestroy(event_); }
+  void wait() override { TANDEM_CUDA_CHECK(cudaEventSynchronize(event_)); }
+
+ private:
+  cudaEvent_t event_ = nullptr;
+};
+
 class CudaBackend final : public Backend {
  public:
   CudaBackend(int device, Dtype weight_dtype) : device_(device), weight_dtype_(weight_dtype) {
@@ -94,6 +112,12 @@ class CudaBackend final : public Backend {
     TANDEM_CUDA_CHECK(cudaMemcpyAsync(host.data(), device, host.size_bytes(),
                                       cudaMemcpyDeviceToHost, stream_));
     synchronize();
+  }
+
+  std::unique_ptr<Event> record_event() override {
+    use_device();
+    run_recorded_ops();  // an event marks ops queued, not ops recorded
+    return std::make_unique<StreamEvent>(stream_);
   }
 
   void copy_from(Backend& source, const float* from, size_t n, float* to) override {
@@ -392,16 +416,11 @@ class CudaBackend final : public Backend {
   // Host metadata to the device; while recording, its copy is recorded too.
   template <typename T>
   const T* stage(std::span<const T> host) {
-    if (graphs_.recording()) {
-      const T* staged = nullptr;
-      cuda::MetadataStaging::Copy copy;
-      if (staging_.stage_deferred(host, &staged, &copy)) {
-        if (copy.bytes > 0) record_copy(copy);
-        return staged;
-      }
-      run_recorded_ops();  // the ring is full: it must be reused, as called
-    }
-    return staging_.stage(host, stream_);
+    if (!graphs_.recording()) return staging_.stage(host, stream_);
+    cuda::MetadataStaging::Copy copy;
+    const T* staged = staging_.stage_deferred(host, &copy);
+    if (copy.bytes > 0) record_copy(copy);
+    return staged;
   }
   template <typename T>
   const T* stage(const std::vector<T>& host) {
@@ -411,12 +430,9 @@ class CudaBackend final : public Backend {
     static constexpr char kCopyTag = 'c';
     graphs_.key(&kCopyTag, 1);
     key_of(copy.device);
-    key_of(copy.pinned);
+    key_of(copy.host);
     key_of(copy.bytes);
-    graphs_.add([copy, this] {
-      TANDEM_CUDA_CHECK(cudaMemcpyAsync(copy.device, copy.pinned, copy.bytes,
-                                        cudaMemcpyHostToDevice, stream_));
-    });
+    graphs_.add([copy, this] { cuda::MetadataStaging::queue(copy, stream_); });
   }
   void copy_to_host(const void* device, void* host, size_t bytes) {
     TANDEM_CUDA_CHECK(cudaMemcpyAsync(host, device, bytes, cudaMemcpyDeviceToHost, stream_));

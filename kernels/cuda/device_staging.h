@@ -6,9 +6,9 @@
 #include <cuda_runtime.h>
 
 #include <cstddef>
-#include <cstring>
 #include <span>
-#include <vector>
+
+#include "kernels/staging_ring.h"
 
 namespace tandem::cuda {
 
@@ -31,68 +31,45 @@ class DeviceScratch {
 
 // Host metadata → device, through pinned memory so that the copies are
 // asynchronous and ordered on the stream with the kernels that read them.
-// Each stage() takes the next free region of a ring; regions are reused only
-// after the stream has been synchronized (reset()), so no copy still in
-// flight is overwritten. A full ring synchronizes and starts over.
-// A forward pass stages the same arrays again and again (every layer's
-// RoPE, KV write and attention see the same positions, slots and block
-// tables): an array staged since the last reset from the same host address
-// with the same bytes is not copied again, its device copy is returned.
-// (The same address too, not only the same bytes, so that which copies are
-// skipped depends on the caller's arrays and not on their values: a step
-// graph's key includes it.)
+// The layout is StagingRing's (kernels/staging_ring.h): a staged address
+// keeps its bytes until reset(), which the backend calls once its stream
+// has been synchronized; a full block gives way to a bigger one rather
+// than being reused under an op that has staged only part of its arrays.
 class MetadataStaging {
  public:
-  // A copy stage_deferred() left to its caller to queue.
-  struct Copy {
-    void* device = nullptr;
-    const void* pinned = nullptr;
-    size_t bytes = 0;  // 0: nothing to copy (empty, or a device copy reused)
-  };
+  using Copy = StagingRing::Copy;
 
   MetadataStaging() = default;
   MetadataStaging(const MetadataStaging&) = delete;
   MetadataStaging& operator=(const MetadataStaging&) = delete;
-  ~MetadataStaging();
 
+  // Staged, and its copy queued on `stream`.
   template <typename T>
   const T* stage(std::span<const T> host, cudaStream_t stream) {
-    return static_cast<const T*>(stage_bytes(host.data(), host.size_bytes(), stream));
+    Copy copy;
+    const void* device = ring_.stage(host.data(), host.size_bytes(), &copy);
+    if (copy.bytes > 0) queue(copy, stream);
+    return static_cast<const T*>(device);
   }
-  // The same, but the copy is not queued: *copy says what to queue, before
-  // whatever reads the result. False, with nothing staged, when the ring is
-  // full: what was staged must be copied and the stream synchronized first.
+  // Staged, but the copy is left to the caller (*copy: what to queue,
+  // before whatever reads the result; a step graph records it).
   template <typename T>
-  bool stage_deferred(std::span<const T> host, const T** staged, Copy* copy) {
-    const void* device = nullptr;
-    if (!stage_bytes_deferred(host.data(), host.size_bytes(), &device, copy)) return false;
-    *staged = static_cast<const T*>(device);
-    return true;
+  const T* stage_deferred(std::span<const T> host, Copy* copy) {
+    return static_cast<const T*>(ring_.stage(host.data(), host.size_bytes(), copy));
   }
+  static void queue(const Copy& copy, cudaStream_t stream);
   // The stream has been synchronized: every region is free again.
-  void reset() {
-    used_ = 0;
-    recent_.clear();
-  }
+  void reset() { ring_.reset(); }
 
  private:
-  const void* stage_bytes(const void* host, size_t bytes, cudaStream_t stream);
-  bool stage_bytes_deferred(const void* host, size_t bytes, const void** device, Copy* copy);
-  const void* find_recent(const void* host, size_t bytes) const;
-  void make_room(size_t bytes, cudaStream_t stream);
-  void grow(size_t need);  // a new, empty ring of at least need bytes
-  const void* take_region(const void* host, size_t bytes, Copy* copy);
-
-  struct Region {
-    const void* host = nullptr;
-    size_t offset = 0;
-    size_t bytes = 0;
+  // Pinned host memory and device memory for the ring's blocks.
+  class PinnedAndDevice final : public StagingRing::Memory {
+   public:
+    StagingRing::Block allocate(size_t bytes) override;
+    void release(const StagingRing::Block& block) override;
   };
-  char* pinned_ = nullptr;
-  char* device_ = nullptr;
-  size_t capacity_ = 0;
-  size_t used_ = 0;
-  std::vector<Region> recent_;  // staged since the last reset, oldest first
+  PinnedAndDevice memory_;  // declared before ring_: outlives it
+  StagingRing ring_{memory_};
 };
 
 }  // namespace tandem::cuda

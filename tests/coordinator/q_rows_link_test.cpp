@@ -3,15 +3,19 @@
 // communicator whose floats are on the GPU, tested in
 // tests/transport/nccl/): messages and their rows arrive whole and in
 // order, rows that were not side by side are gathered, the end of the
-// stream is seen, and a message whose rows do not add up is refused.
+// stream is seen, and a message whose rows do not add up is refused; rows
+// received from outside the verifier's queue of ops (NCCL's stream) wait
+// for the ops still queued on their buffer.
 #include "coordinator/cluster/q_rows_link.h"
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <vector>
 
 #include "common/error.h"
+#include "tests/support/forwarding_backend.h"
 #include "tests/support/forwarding_communicator.h"
 #include "tests/support/thread_communicator.h"
 
@@ -146,6 +150,99 @@ TEST(QRowsLink, RowsThatDoNotAddUpAreRefusedBeforeAnythingIsSent) {
     EXPECT_THAT([&] { link.send(message_of(1, {{5, 2}}), one_row); },
                 testing::ThrowsMessage<Error>(testing::HasSubstr("names 6 floats of rows, 3 are given")));
     EXPECT_THROW(link.send(message_of(1, {{5, 1}, {6, 1}}), one_row), Error);  // 2 entries, 1 set
+  });
+}
+
+// A backend that queues its ops as a GPU's stream does, as far as anyone
+// outside can tell: every op joins the queue (allocate: its zero fill), ops
+// that hand back host results drain it, and an event drains it up to where
+// it was recorded. Its memory is the CPU backend's, so rows stay readable.
+class QueueingBackend final : public test_support::ForwardingBackend {
+ public:
+  using ForwardingBackend::ForwardingBackend;
+  bool reads_host_memory() const override { return false; }
+  Buffer allocate(size_t count) override {
+    ++queued_;
+    return inner().allocate(count);
+  }
+  void add(float* x, const float* y, size_t n) override {
+    ++queued_;
+    inner().add(x, y, n);
+  }
+  void upload(std::span<const float> host, float* device) override {
+    inner().upload(host, device);
+    finished_ = ++queued_;
+  }
+  std::unique_ptr<Event> record_event() override {
+    return std::make_unique<Mark>(*this, queued_);
+  }
+  int unfinished() const { return queued_ - finished_; }
+
+ private:
+  class Mark final : public Event {
+   public:
+    Mark(QueueingBackend& backend, int at) : backend_(backend), at_(at) {}
+    void wait() override { backend_.finished_ = std::max(backend_.finished_, at_); }
+
+   private:
+    QueueingBackend& backend_;
+    int at_;
+  };
+  int queued_ = 0;
+  int finished_ = 0;
+};
+
+// The pair as NCCL is to the link: floats go straight into the receiving
+// backend's memory, written by neither backend's queue. Notes, at each
+// receive, how many ops were still queued on the receiving backend.
+class DeviceFloatsPair final : public test_support::ForwardingCommunicator {
+ public:
+  DeviceFloatsPair(Communicator& inner, const QueueingBackend* receiver)
+      : ForwardingCommunicator(inner), receiver_(receiver) {}
+  bool floats_on_device() const override { return true; }
+  void receive_floats(std::span<float> data, int from) override {
+    unfinished_at_receive.push_back(receiver_->unfinished());
+    inner().receive_floats(data, from);
+  }
+  std::vector<int> unfinished_at_receive;
+
+ private:
+  const QueueingBackend* receiver_;
+};
+
+TEST(QRowsLink, RowsReceivedFromOutsideTheQueueWaitForTheOpsQueuedOnTheirBuffer) {
+  run_ranks(2, [](Communicator& comm) {
+    std::unique_ptr<Backend> cpu = make_cpu_backend();
+    if (comm.rank() == 0) {
+      QRowsLink link(std::make_unique<DeviceFloatsPair>(comm, nullptr));
+      for (uint64_t step = 1; step <= 2; ++step) {
+        const std::vector<DeviceRows> rows = {DeviceRows::from_host(*cpu, ramp(2 * kVocab, step))};
+        link.send(message_of(step, {{3, 2}}), rows);
+      }
+      link.send_end();
+      return;
+    }
+    QueueingBackend queue(*cpu);
+    auto pair = std::make_unique<DeviceFloatsPair>(comm, &queue);
+    DeviceFloatsPair& seen = *pair;
+    QRowsLink link(std::move(pair));
+    ASSERT_TRUE(link.device_to_device());
+    link.receive_into(queue);
+    // Step 1 lands in a fresh buffer, whose zero fill is queued.
+    std::optional<ArrivedQRows> first = link.receive(10);
+    ASSERT_TRUE(first.has_value());
+    EXPECT_EQ(first->rows.to_host(), ramp(2 * kVocab, 1));
+    const float* reused = first->rows.data();
+    // Verification reads them (queued), then lets go: step 2 reuses the buffer.
+    Buffer sum = queue.allocate(2 * kVocab);
+    queue.add(sum.data(), first->rows.data(), 2 * kVocab);
+    first.reset();
+    std::optional<ArrivedQRows> second = link.receive(10);
+    ASSERT_TRUE(second.has_value());
+    EXPECT_EQ(second->rows.data(), reused);
+    EXPECT_EQ(second->rows.to_host(), ramp(2 * kVocab, 2));
+    EXPECT_EQ(seen.unfinished_at_receive, (std::vector<int>{0, 0}));
+    EXPECT_TRUE(link.drop_until_end(10));
   });
 }
 

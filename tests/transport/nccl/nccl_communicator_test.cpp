@@ -1,7 +1,8 @@
 // NcclCommunicator under mpiexec, one GPU per rank: the float collectives on
 // device buffers against exact answers (small integers in floats, so every
 // sum is exact whatever order NCCL adds in), the host-byte methods passed
-// through, checks that throw before NCCL is called, and split().
+// through, checks that throw before NCCL is called, split(), and a
+// collective that leaves another thread's CUDA graph capture intact.
 //
 // NCCL does not support two ranks of one communicator on one GPU, so each
 // rank takes the GPU of its local rank on its host; with fewer GPUs than
@@ -15,6 +16,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cstdlib>
 #include <memory>
 #include <numeric>
@@ -22,6 +24,7 @@
 #include <span>
 #include <stdexcept>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "common/error.h"
@@ -270,6 +273,43 @@ TEST_F(NcclCommunicatorTest, FloatsGoGpuToGpuInOrder) {
   // Host memory is refused before NCCL is called.
   std::vector<float> host(4);
   EXPECT_THROW(group().send_floats(host, next), Error);
+}
+
+TEST_F(NcclCommunicatorTest, ACollectiveLeavesAGraphCaptureOnAnotherThreadIntact) {
+  // A draft sharing this GPU records its step graphs by stream capture on
+  // a thread of its own while the target's collectives run: a collective
+  // that waited for the whole device (cudaDeviceSynchronize) would wait on
+  // the capturing stream, which invalidates the capture.
+  DeviceFloats scratch(256);
+  DeviceFloats ones(std::vector<float>(1000, 1.0f));
+  std::atomic<int> phase{0};  // 1: capturing; 2: the collective is over
+  cudaError_t begun = cudaErrorUnknown, ended = cudaErrorUnknown;
+  std::thread drafter([&] {
+    cudaSetDevice(local_rank());
+    cudaStream_t stream = nullptr;
+    cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking);
+    begun = cudaStreamBeginCapture(stream, cudaStreamCaptureModeThreadLocal);
+    cudaMemsetAsync(scratch.span().data(), 0, 256 * sizeof(float), stream);
+    phase = 1;
+    while (phase.load() != 2) std::this_thread::yield();
+    cudaGraph_t graph = nullptr;
+    ended = cudaStreamEndCapture(stream, &graph);
+    if (graph != nullptr) cudaGraphDestroy(graph);
+    cudaStreamDestroy(stream);
+  });
+  while (phase.load() != 1) std::this_thread::yield();
+  std::string failure;
+  try {
+    group().all_reduce_sum(ones.span());
+  } catch (const std::exception& error) {
+    failure = error.what();
+  }
+  phase = 2;
+  drafter.join();
+  EXPECT_EQ(failure, "");
+  EXPECT_EQ(begun, cudaSuccess) << cudaGetErrorString(begun);
+  EXPECT_EQ(ended, cudaSuccess) << "the capture was invalidated: " << cudaGetErrorString(ended);
+  EXPECT_EQ(ones.to_host(), std::vector<float>(1000, static_cast<float>(group().size())));
 }
 
 TEST_F(NcclCommunicatorTest, SplitGivesAnNcclGroup) {
