@@ -1,7 +1,7 @@
-// With TANDEM_TEST_BACKEND=cuda (ctest's server_tests_on_cuda) every server
-// test runs its deployment on the GPU; on a machine without a CUDA device the
-// whole suite reports "skipped: no CUDA device" rather than failing to start
-// servers or passing without having run.
+// With TANDEM_TEST_BACKEND=cuda (ctest's server_tests_on_cuda_self_check_*)
+// every server test runs its deployment on the GPU; on a machine without a
+// CUDA device the whole suite reports "skipped: no CUDA device" rather than
+// failing to start servers or passing without having run.
 #include <gtest/gtest.h>
 
 #include <cstdio>

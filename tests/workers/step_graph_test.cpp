@@ -1,15 +1,16 @@
 // Step graphs (Backend::begin_step_graph) change nothing but speed. On a
-// CUDA device (skipped without one):
+// CUDA device (skipped without one), against the CPU or closed forms:
+// - a replayed graph reads the metadata of the step that launches it, not
+//   of the step it was recorded from (RoPE against the CPU's);
+// - an op that reads host memory in the middle of a recording sees every op
+//   before it done;
+// and the device against itself (StepGraphsSelfCheck):
 // - a model whose backend records and replays its steps gives, at every
 //   step, the logits of the same model launching op by op, bit for bit
 //   (the same kernels on the same inputs), through prefills too long to
 //   record, batched decodes, verify blocks, truncations after a rejection,
 //   contexts crossing KV block boundaries and a sequence joining late; and
 //   repeated step shapes really are replayed;
-// - a replayed graph reads the metadata of the step that launches it, not
-//   of the step it was recorded from;
-// - an op that reads host memory in the middle of a recording sees every op
-//   before it done;
 // - a tensor-parallel shard, recorded in segments between its collectives,
 //   gives the logits of the same shard launching op by op (two ranks as
 //   threads on one GPU, their all-reduces through the host).
@@ -78,7 +79,7 @@ struct Twins {
   int steps_run = 0;
 };
 
-TEST(StepGraphs, ReplayedStepsGiveTheLogitsOfOpByOpSteps) {
+TEST(StepGraphsSelfCheck, ReplayedStepsGiveTheLogitsOfOpByOpSteps) {
   TANDEM_SKIP_WITHOUT_CUDA_DEVICE();
   auto graphed = testing::cuda_backend(Dtype::bf16);
   auto plain = testing::cuda_backend(Dtype::bf16);
@@ -188,7 +189,7 @@ class ThroughHost final : public test_support::ForwardingCommunicator {
   Backend& copier_;
 };
 
-TEST(StepGraphs, ATensorParallelShardRecordedInSegmentsGivesItsOpByOpLogits) {
+TEST(StepGraphsSelfCheck, ATensorParallelShardRecordedInSegmentsGivesItsOpByOpLogits) {
   TANDEM_SKIP_WITHOUT_CUDA_DEVICE();
   ModelConfig config = test_support::small_llama(128, 3, 301, 512);  // V odd: uneven vocab blocks
   test_support::run_ranks(2, [&](Communicator& host) {

@@ -1,31 +1,110 @@
 #!/usr/bin/env bash
-# Issue 7's GPU checks in stages, each short enough for one call of a GPU
-# machine lent for minutes (docs/gpu.md, "A session on a lent GPU machine"):
+# The GPU checks, in stages that each end within their own time limit (at
+# most 7 minutes; one call of the workplace's device tool lasts at most 10).
+# docs/gpu.md, section 8: the calls to make, what each stage prints and
+# what to do when one fails.
 #
-#   tools/gpu/gpu_checks.sh unpack DEBS   the bundle's .deb files (bundle_debs.sh) into $TANDEM_BUNDLE
-#   tools/gpu/gpu_checks.sh build         configure with nvcc and NCCL, build into build-gpu/
-#   tools/gpu/gpu_checks.sh tests         the GPU tests (ctest -R '[Cc]uda|nccl|StepGraphs')
-#   tools/gpu/gpu_checks.sh bench         the GPU benchmarks of docs/benchmarks.md
+#   tools/gpu/gpu_checks.sh STAGE [ARG]
 #
-# Each stage writes its whole log into $LOGS (default: $OUT, where the
-# device tool sets it, else build-gpu/logs) and prints the part worth
-# reading. TANDEM_BUNDLE defaults to /tmp/tandem-debs.
-set -euo pipefail
+#   unpack DEBS     the bundle's .deb files (bundle_debs.sh) into $TANDEM_BUNDLE
+#   configure       CMake into build-gpu/: nvcc, NCCL, a python3 with numpy,
+#                   warnings reported rather than fatal (TANDEM_WERROR=OFF)
+#   build           build-gpu/ with every core
+#   prepare DEBS    unpack, configure and build, each unless done already
+#   twins           every CUDA op against its CPU twin        (ctest -L gpu_twins)
+#   memcheck        the twins under compute-sanitizer's memcheck
+#   racecheck       the twins under compute-sanitizer's racecheck
+#   reference       the forward pass against NumPy            (ctest -L gpu_reference)
+#   graphs          step graphs and NCCL                      (ctest -L 'gpu_graphs|gpu_nccl')
+#   engine          the speculative engine on the GPU         (ctest -L gpu_engine)
+#   server N        part N of 3 of the server suite on the GPU (ctest -L gpu_server)
+#   bench_forward, bench_steps, bench_batching   one GPU benchmark each
+#   summary [DIR..] every stage's verdict, and what the GPU's numbers were
+#                   compared with (DIRs: logs fetched from several calls)
+#
+# Each stage writes STAGE.log and its verdict, one line, into verdicts.txt
+# in build-gpu/logs (kept while the machine is), copies both into $OUT
+# where the device tool set it, and prints the verdict last. Without a
+# device each stage still runs up to where one is needed. TANDEM_BUNDLE
+# defaults to /tmp/tandem-debs; TANDEM_DEADLINE, when set, is the time
+# (seconds since the epoch) by which every stage must have ended.
+set -uo pipefail  # not -e: a stage records its own failure
 
 stage=${1:-}
 repo=$(cd "$(dirname "$0")/../.." && pwd)
 bundle=${TANDEM_BUNDLE:-/tmp/tandem-debs}
 build=$repo/build-gpu
-logs=${LOGS:-${OUT:-$build/logs}}
+logs=$build/logs
 mkdir -p "$logs"
-cd "$repo"
+cd "$repo" || exit 1
 # The lent machines run commands as root; mpirun refuses that unless told.
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
+# Open MPI 4.1 starts even ranks on this host through ssh or rsh, and
+# aborts before any rank runs where there is neither (the GPU image):
+# the isolated launcher starts them here, which is all a one-host job needs.
+command -v ssh >/dev/null || command -v rsh >/dev/null || export OMPI_MCA_plm=isolated
+PATH=$PATH:/usr/local/cuda/bin
+started=$SECONDS
+
+summarize() { python3 "$repo/tools/gpu/summarize.py" "$@"; }
+
+# record NAME VERDICT: keeps the stage's verdict (one line per stage, the
+# latest), hands its files back, prints it; the exit status says whether
+# the stage passed (or found no device to run on).
+record() {
+  local name=$1 verdict="$2 [$((SECONDS - started)) s]"
+  { grep -v "^$name:" "$logs/verdicts.txt" 2>/dev/null; echo "$verdict"; } >"$logs/verdicts.new"
+  mv "$logs/verdicts.new" "$logs/verdicts.txt"
+  if [[ -n ${OUT:-} ]]; then
+    cp "$logs/verdicts.txt" "$OUT/"
+    [[ -f $logs/$name.log ]] && cp "$logs/$name.log" "$OUT/"
+  fi
+  echo "$verdict"
+  [[ $verdict =~ ^$name:\ (OK|PASS|NO\ DEVICE|NO\ TOOL) ]]
+}
+
+# bounded NAME SECONDS COMMAND...: COMMAND's output into NAME.log, stopped
+# after SECONDS, or sooner where TANDEM_DEADLINE (seconds since the epoch:
+# when the device call will be cut off) leaves less, so that the stage
+# still writes its verdict (exit status 124 then).
+bounded() {
+  local name=$1 seconds=$2
+  shift 2
+  if [[ -n ${TANDEM_DEADLINE:-} ]]; then
+    local left=$((TANDEM_DEADLINE - $(date +%s) - 20))
+    ((left < seconds)) && seconds=$left
+  fi
+  if ((seconds <= 0)); then
+    echo "not started: no time left before TANDEM_DEADLINE" >>"$logs/$name.log"
+    return 124
+  fi
+  timeout --kill-after=10 "$seconds" "$@" >>"$logs/$name.log" 2>&1
+}
+
+# A verdict from an exit status: OK, TIMEOUT or FAIL with a detail.
+plain_verdict() {
+  local name=$1 status=$2 detail=$3
+  case $status in
+    0) echo "$name: OK, $detail" ;;
+    124 | 137) echo "$name: TIMEOUT, $detail" ;;
+    *) echo "$name: FAIL, $detail (exit status $status; see $name.log)" ;;
+  esac
+}
 
 use_bundle() {
-  [[ -f $bundle/env.sh ]] || { echo "no bundle at $bundle: run the unpack stage first" >&2; exit 1; }
+  [[ -f $bundle/env.sh ]] || return 1
   # shellcheck source=/dev/null
   source "$bundle/env.sh"
+}
+
+need_bundle() {
+  use_bundle || { record "$1" "$1: FAIL, no bundle at $bundle: run unpack (or prepare) first"; exit 1; }
+}
+
+need_build() {
+  need_bundle "$1"
+  [[ -f $build/CTestTestfile.cmake ]] ||
+    { record "$1" "$1: FAIL, nothing built in $build: run prepare first"; exit 1; }
 }
 
 # A prefix holding nccl.h and libnccl.so, for CMake's NCCL_ROOT, when the
@@ -47,40 +126,137 @@ nccl_prefix() {
   echo /tmp/tandem-nccl
 }
 
+# The device, at the top of a test stage's log.
+device_line() {
+  if command -v nvidia-smi >/dev/null; then
+    nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv,noheader 2>&1
+  else
+    echo "no nvidia-smi on this machine"
+  fi
+}
+
+# ctest_stage NAME SECONDS CTEST_ARGS...: the selected GPU tests, one at a
+# time (each test has its own timeout: a hung kernel fails one test).
+ctest_stage() {
+  local name=$1 seconds=$2
+  shift 2
+  need_build "$name"
+  device_line >"$logs/$name.log"
+  bounded "$name" "$seconds" ctest --test-dir "$build" --output-on-failure --no-tests=error "$@"
+  local status=$?
+  grep -E '^ *[0-9]+/[0-9]+ Test .*(\*\*\*|Not Run)' "$logs/$name.log"
+  record "$name" "$(summarize ctest-verdict "$name" "$logs/$name.log" "$status")"
+}
+
+# sanitizer_stage NAME TOOL: the twins binary under compute-sanitizer.
+sanitizer_stage() {
+  local name=$1 tool=$2
+  need_build "$name"
+  device_line >"$logs/$name.log"
+  local status=127
+  if command -v compute-sanitizer >/dev/null; then
+    # GTEST_FILTER in the environment narrows the cases, if this runs out of time.
+    bounded "$name" 420 compute-sanitizer --tool "$tool" --error-exitcode 99 \
+      "$build/tests/kernels/kernels_cuda_tests"
+    status=$?
+  else
+    echo "compute-sanitizer: not found" >>"$logs/$name.log"
+  fi
+  grep -E 'ERROR SUMMARY|\[  FAILED  \]|\[==========\]' "$logs/$name.log"
+  record "$name" "$(summarize sanitizer-verdict "$name" "$logs/$name.log" "$status")"
+}
+
+# bench_stage NAME SUITE ARGS...: one benchmark, its output printed whole.
+bench_stage() {
+  local name=$1
+  shift
+  need_build "$name"
+  device_line >"$logs/$name.log"
+  echo "\$ tandem bench $*" >>"$logs/$name.log"
+  bounded "$name" 420 "$build/tandem" bench "$@"
+  local status=$?
+  cat "$logs/$name.log"
+  if grep -q 'this process sees 0 CUDA device' "$logs/$name.log"; then
+    record "$name" "$name: NO DEVICE, the benchmark needs one"
+  else
+    record "$name" "$(plain_verdict "$name" "$status" "its numbers are in $name.log")"
+  fi
+}
+
+target=configs/shapes/llama-3-8b.json
+draft=configs/shapes/llama-3-draft-0.5b.json
+
 case $stage in
   unpack)
-    tools/gpu/unpack_debs.sh "${2:?usage: $0 unpack DEBS}" "$bundle"
+    debs=${2:?usage: $0 unpack DEBS}
+    : >"$logs/unpack.log"
+    bounded unpack 180 tools/gpu/unpack_debs.sh "$debs" "$bundle"
+    status=$?
+    record unpack "$(plain_verdict unpack "$status" "$(find "$debs" -name '*.deb' | wc -l) packages into $bundle")"
+    ;;
+  configure)
+    need_bundle configure
+    : >"$logs/configure.log"
+    nvcc=$(command -v nvcc) || { record configure "configure: FAIL, no nvcc on PATH or in /usr/local/cuda/bin"; exit 1; }
+    nccl=$(nccl_prefix)
+    bounded configure 180 cmake -S . -B "$build" -DCMAKE_BUILD_TYPE=Release \
+      -DCMAKE_CUDA_COMPILER="$nvcc" -DTANDEM_WERROR=OFF ${nccl:+-DNCCL_ROOT="$nccl"}
+    status=$?
+    grep 'Tandem:' "$logs/configure.log"
+    cuda=$(grep -o 'CUDA backend O[NF]*' "$logs/configure.log" | tail -n 1)
+    nccl_state=$(grep -o 'NCCL communicator O[NF]*' "$logs/configure.log" | tail -n 1)
+    python=$(sed -n 's/.*python3 for the NumPy references: //p' "$logs/configure.log" | tail -n 1)
+    numpy=$("$python" -c 'import numpy; print("numpy", numpy.__version__)' 2>/dev/null || echo "NO numpy")
+    compiler=$(sed -n 's/^CMAKE_CXX_COMPILER:[A-Z]*=//p' "$build/CMakeCache.txt" 2>/dev/null)
+    compiler_version=$("${compiler:-c++}" --version 2>/dev/null | head -n 1)
+    nvcc_version=$("$nvcc" --version | grep -o 'release [0-9.]*')
+    detail="${cuda:-CUDA backend ?}, ${nccl_state:-NCCL ?}, $compiler_version, nvcc $nvcc_version, $python ($numpy)"
+    if [[ $status -eq 0 && ( $cuda != "CUDA backend ON" || $nccl_state != "NCCL communicator ON" || $numpy == "NO numpy" ) ]]; then
+      status=1
+    fi
+    record configure "$(plain_verdict configure "$status" "$detail")"
     ;;
   build)
-    use_bundle
-    PATH=$PATH:/usr/local/cuda/bin
-    nccl=$(nccl_prefix)
-    cmake -S . -B "$build" -DCMAKE_BUILD_TYPE=Release -DCMAKE_CUDA_COMPILER="$(command -v nvcc)" \
-      ${nccl:+-DNCCL_ROOT="$nccl"} >"$logs/configure.log" 2>&1 ||
-      { tail -n 40 "$logs/configure.log"; exit 1; }
-    grep 'Tandem:' "$logs/configure.log"
-    cmake --build "$build" -j "$(nproc)" >"$logs/build.log" 2>&1 ||
-      { grep -E 'error|Error' "$logs/build.log" | head -n 40; exit 1; }
-    echo "built into $build"
+    need_bundle build
+    : >"$logs/build.log"
+    bounded build 420 cmake --build "$build" -j "$(nproc)"
+    status=$?
+    grep -E 'error:|Error [0-9]+' "$logs/build.log" | head -n 20
+    warnings=$(grep -c 'warning:' "$logs/build.log")
+    record build "$(plain_verdict build "$status" "$warnings compiler warnings (not errors here; see build.log)")"
     ;;
-  tests)
-    use_bundle
-    nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv,noheader || true
-    set -o pipefail
-    ctest --test-dir "$build" -R '[Cc]uda|nccl|StepGraphs' --output-on-failure 2>&1 |
-      tee "$logs/gpu_tests.log" | grep -E 'Test +#|tests passed|tests failed|Skipped|Failed' || true
+  prepare)
+    debs=${2:?usage: $0 prepare DEBS}
+    [[ -f $bundle/env.sh ]] || "$0" unpack "$debs" || exit 1
+    [[ -f $build/CMakeCache.txt ]] || "$0" configure || exit 1
+    "$0" build
     ;;
-  bench)
-    use_bundle
-    target=configs/shapes/llama-3-8b.json draft=configs/shapes/llama-3-draft-0.5b.json
-    "$build/tandem" bench forward --backend cuda --dummy "$target" 2>&1 | tee "$logs/bench_forward.txt"
-    "$build/tandem" bench steps --backend cuda --dummy "$target" --dummy-draft "$draft" 2>&1 |
-      tee "$logs/bench_steps.txt"
-    "$build/tandem" bench batching --backend cuda --dummy "$target" --dummy-draft "$draft" \
-      --batches 1,8,32 2>&1 | tee "$logs/bench_batching.txt"
+  twins) ctest_stage twins 300 -L '^gpu_twins$' ;;
+  memcheck) sanitizer_stage memcheck memcheck ;;
+  racecheck) sanitizer_stage racecheck racecheck ;;
+  reference) ctest_stage reference 300 -L '^gpu_reference$' ;;
+  graphs) ctest_stage graphs 300 -L '^gpu_(graphs|nccl)$' ;;
+  engine) ctest_stage engine 300 -L '^gpu_engine$' ;;
+  server)
+    part=${2:?usage: $0 server N (1, 2 or 3)}
+    ctest_stage "server_$part" 330 -L '^gpu_server$' -R "_${part}_of_3\$"
+    ;;
+  bench_forward) bench_stage bench_forward forward --backend cuda --dummy "$target" ;;
+  bench_steps)
+    bench_stage bench_steps steps --backend cuda --dummy "$target" --dummy-draft "$draft"
+    ;;
+  bench_batching)
+    bench_stage bench_batching batching --backend cuda --dummy "$target" --dummy-draft "$draft" \
+      --batches 1,8,32
+    ;;
+  summary)
+    shift
+    [[ $# -gt 0 ]] || set -- "$logs"
+    summarize summary "$@" | tee "$logs/summary.txt"
+    if [[ -n ${OUT:-} ]]; then cp "$logs/summary.txt" "$OUT/"; fi
     ;;
   *)
-    sed -n '2,12p' "$0" >&2
+    sed -n '2,30p' "$0" >&2
     exit 2
     ;;
 esac
