@@ -36,6 +36,7 @@ void StagingRing::make_room(size_t bytes) {
   // them: keep their block until reset(), and go on in one twice as large,
   // so that after a few steps one block holds all a step stages.
   const size_t size = std::max({first_block_, 2 * current_.bytes, 2 * bytes});
+  retired_.reserve(retired_.size() + 1);  // no throw between allocate and keeping it
   const Block fresh = memory_.allocate(size);
   if (current_.bytes > 0) retired_.push_back(current_);
   current_ = fresh;

@@ -88,8 +88,8 @@ def twin_suites_in_source():
     return suites
 
 
-def run_skips(test):
-    """Whether `test`, run as ctest would run it, reports itself skipped."""
+def run(test):
+    """(skipped, exit status): `test` run as ctest would run it."""
     env = dict(os.environ)
     for assignment in test["props"].get("ENVIRONMENT", []):
         key, _, value = assignment.partition("=")
@@ -98,7 +98,7 @@ def run_skips(test):
                           capture_output=True, text=True, timeout=120)
     output = done.stdout + done.stderr
     patterns = test["props"].get("SKIP_REGULAR_EXPRESSION", [])
-    return any(re.search(p, output) for p in patterns)
+    return any(re.search(p, output) for p in patterns), done.returncode
 
 
 def main(ctest, build, twins_binary, nccl_built):
@@ -147,10 +147,14 @@ def main(ctest, build, twins_binary, nccl_built):
     device_probe = next((t for t in gpu if t["name"].startswith("CudaDevicePlumbing.")), None)
     if device_probe is None:
         problem("no CudaDevicePlumbing case: cannot tell whether this machine has a device")
-    elif not run_skips(device_probe):
+        return 1
+    skipped, status = run(device_probe)
+    if not skipped and status == 0:
         print("a CUDA device is present: not checking that the GPU tests skip")
+    elif not skipped:
+        problem(f"{device_probe['name']} neither passed nor skipped (exit status {status})")
     else:
-        ran = [t["name"] for t in gpu if not run_skips(t)]
+        ran = [t["name"] for t in gpu if not run(t)[0]]
         for name in ran:
             problem(f"{name} did not report itself skipped on a machine without a device")
         if not ran:

@@ -10,7 +10,7 @@
 #   configure       CMake into build-gpu/: nvcc, NCCL, a python3 with numpy,
 #                   warnings reported rather than fatal (TANDEM_WERROR=OFF)
 #   build           build-gpu/ with every core
-#   prepare DEBS    unpack, configure and build, each unless done already
+#   prepare DEBS    unpack and configure unless done on this machine, build
 #   twins           every CUDA op against its CPU twin        (ctest -L gpu_twins)
 #   memcheck        the twins under compute-sanitizer's memcheck
 #   racecheck       the twins under compute-sanitizer's racecheck
@@ -32,6 +32,7 @@ set -uo pipefail  # not -e: a stage records its own failure
 
 stage=${1:-}
 repo=$(cd "$(dirname "$0")/../.." && pwd)
+self=$repo/tools/gpu/gpu_checks.sh
 bundle=${TANDEM_BUNDLE:-/tmp/tandem-debs}
 build=$repo/build-gpu
 logs=$build/logs
@@ -75,7 +76,7 @@ bounded() {
     ((left < seconds)) && seconds=$left
   fi
   if ((seconds <= 0)); then
-    echo "not started: no time left before TANDEM_DEADLINE" >>"$logs/$name.log"
+    echo "not started: no time left before TANDEM_DEADLINE" >>"$logs/$name.log"  # summarize.py's NOT_STARTED
     return 124
   fi
   timeout --kill-after=10 "$seconds" "$@" >>"$logs/$name.log" 2>&1
@@ -101,10 +102,12 @@ need_bundle() {
   use_bundle || { record "$1" "$1: FAIL, no bundle at $bundle: run unpack (or prepare) first"; exit 1; }
 }
 
+# Whether stage NAME's latest verdict on this machine is OK.
+done_here() { grep -q "^$1: OK" "$logs/verdicts.txt" 2>/dev/null; }
+
 need_build() {
   need_bundle "$1"
-  [[ -f $build/CTestTestfile.cmake ]] ||
-    { record "$1" "$1: FAIL, nothing built in $build: run prepare first"; exit 1; }
+  done_here build || { record "$1" "$1: FAIL, $build is not built: run prepare first"; exit 1; }
 }
 
 # A prefix holding nccl.h and libnccl.so, for CMake's NCCL_ROOT, when the
@@ -178,8 +181,10 @@ bench_stage() {
   cat "$logs/$name.log"
   if grep -q 'this process sees 0 CUDA device' "$logs/$name.log"; then
     record "$name" "$name: NO DEVICE, the benchmark needs one"
+  elif [[ $status -eq 0 ]]; then
+    record "$name" "$name: OK, its numbers are in $name.log"
   else
-    record "$name" "$(plain_verdict "$name" "$status" "its numbers are in $name.log")"
+    record "$name" "$(plain_verdict "$name" "$status" "$(tail -n 1 "$logs/$name.log")")"
   fi
 }
 
@@ -205,7 +210,8 @@ case $stage in
     grep 'Tandem:' "$logs/configure.log"
     cuda=$(grep -o 'CUDA backend O[NF]*' "$logs/configure.log" | tail -n 1)
     nccl_state=$(grep -o 'NCCL communicator O[NF]*' "$logs/configure.log" | tail -n 1)
-    python=$(sed -n 's/.*python3 for the NumPy references: //p' "$logs/configure.log" | tail -n 1)
+    python=$(sed -n 's/.*python3 for the NumPy references: \(none has numpy (\)\?\([^)]*\))\?$/\2/p' \
+      "$logs/configure.log" | tail -n 1)
     numpy=$("$python" -c 'import numpy; print("numpy", numpy.__version__)' 2>/dev/null || echo "NO numpy")
     compiler=$(sed -n 's/^CMAKE_CXX_COMPILER:[A-Z]*=//p' "$build/CMakeCache.txt" 2>/dev/null)
     compiler_version=$("${compiler:-c++}" --version 2>/dev/null | head -n 1)
@@ -227,9 +233,9 @@ case $stage in
     ;;
   prepare)
     debs=${2:?usage: $0 prepare DEBS}
-    [[ -f $bundle/env.sh ]] || "$0" unpack "$debs" || exit 1
-    [[ -f $build/CMakeCache.txt ]] || "$0" configure || exit 1
-    "$0" build
+    { [[ -f $bundle/env.sh ]] && done_here unpack; } || "$self" unpack "$debs" || exit 1
+    done_here configure || "$self" configure || exit 1
+    "$self" build  # a no-op when nothing changed
     ;;
   twins) ctest_stage twins 300 -L '^gpu_twins$' ;;
   memcheck) sanitizer_stage memcheck memcheck ;;

@@ -9,9 +9,9 @@ library only):
   summarize.py summary DIR [DIR...]                every stage, and what the
                                                    GPU's numbers were compared with
 
-STATUS is the stage command's exit status (124: it ran out of time). A
-verdict line reads "STAGE: WORD, detail" with WORD one of PASS, FAIL,
-TIMEOUT, NO DEVICE, NO TOOL. The summary reads the STAGE.log files and the
+STATUS is the stage command's exit status (124 or 137: it ran out of
+time). A verdict line reads "STAGE: WORD, detail" with WORD one of OK (the
+stages that test nothing), PASS, FAIL, TIMEOUT, NO DEVICE, NO TOOL. The summary reads the STAGE.log files and the
 verdicts.txt of each DIR (later DIRs win), so the logs of several device
 calls, fetched to one machine, make one summary.
 """
@@ -78,17 +78,25 @@ def counts(results):
     return passed, skipped, len(results) - passed - skipped
 
 
+OUT_OF_TIME = (124, 137)  # timeout(1): stopped, or killed when it would not stop
+NOT_STARTED = "not started: no time left before TANDEM_DEADLINE"  # gpu_checks.sh's words
+
+
 def ctest_verdict(stage, text, status):
     results = ctest_results(text)
     passed, skipped, failed = counts(results)
     tally = f"{passed} passed, {failed} failed, {skipped} skipped of {len(results)}"
-    if status == 124:
+    if NOT_STARTED in text:
+        return f"{stage}: TIMEOUT, {NOT_STARTED}"
+    if status in OUT_OF_TIME:
         return f"{stage}: TIMEOUT, the stage ran out of time after {tally}"
     if not results:
         return f"{stage}: FAIL, no test ran (exit status {status}; see {stage}.log)"
     if failed:
         names = ", ".join(n for n, s in results if s.startswith("failed"))
         return f"{stage}: FAIL, {tally}: {names}"
+    if status != 0:  # ctest itself failed, whatever the lines it printed
+        return f"{stage}: FAIL, {tally}, but ctest exited with status {status} (see {stage}.log)"
     if passed == 0:
         return f"{stage}: NO DEVICE, all {skipped} skipped"
     if skipped:
@@ -100,14 +108,21 @@ def ctest_verdict(stage, text, status):
 def sanitizer_verdict(stage, text, status):
     if status == 127 or "compute-sanitizer: not found" in text:
         return f"{stage}: NO TOOL, compute-sanitizer is not on this machine"
-    errors = re.findall(r"ERROR SUMMARY: (\d+) error", text)
+    if NOT_STARTED in text:
+        return f"{stage}: TIMEOUT, {NOT_STARTED}"
+    # memcheck ends with "ERROR SUMMARY: 0 errors"; racecheck with
+    # "RACECHECK SUMMARY: 0 hazards displayed (0 errors, 0 warnings)".
+    errors = re.findall(r"ERROR SUMMARY: (\d+) error|RACECHECK SUMMARY: .*\((\d+) error", text)
+    errors = ["".join(e) for e in errors]
+    warnings = re.findall(r"RACECHECK SUMMARY: .*, (\d+) warning", text)
     ran = re.findall(r"\[==========\] (\d+) tests? from .* ran", text)
     skipped = re.findall(r"\[  SKIPPED \] (\d+) test", text)
     failed = re.findall(r"\[  FAILED  \] (\d+) test", text)
     detail = (f"{errors[-1] if errors else '?'} errors reported, "
-              f"{ran[-1] if ran else '?'} cases ran, "
+              + (f"{warnings[-1]} warnings, " if warnings and warnings[-1] != "0" else "")
+              + f"{ran[-1] if ran else '?'} cases ran, "
               f"{failed[-1] if failed else 0} failed, {skipped[-1] if skipped else 0} skipped")
-    if status == 124:
+    if status in OUT_OF_TIME:
         return f"{stage}: TIMEOUT, the stage ran out of time ({detail} so far)"
     if ran and skipped and ran[-1] == skipped[-1]:
         return f"{stage}: NO DEVICE, {detail}"

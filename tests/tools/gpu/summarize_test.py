@@ -81,6 +81,14 @@ class Verdicts(unittest.TestCase):
     def test_out_of_time_and_nothing_run(self):
         self.assertTrue(summarize.ctest_verdict("engine", SKIPPED_LOG, 124)
                         .startswith("engine: TIMEOUT, "))
+        self.assertTrue(summarize.ctest_verdict("engine", SKIPPED_LOG, 137)
+                        .startswith("engine: TIMEOUT, "))
+        self.assertEqual(summarize.ctest_verdict(
+            "engine", "no nvidia-smi\n" + summarize.NOT_STARTED + "\n", 124),
+            "engine: TIMEOUT, not started: no time left before TANDEM_DEADLINE")
+        # ctest failing without a failed line (it crashed, or was stopped) is no pass.
+        self.assertTrue(summarize.ctest_verdict("engine", SKIPPED_LOG, 1)
+                        .startswith("engine: FAIL, 0 passed, 0 failed, 2 skipped of 2, but ctest"))
         self.assertTrue(summarize.ctest_verdict("engine", "No tests were found!!!\n", 8)
                         .startswith("engine: FAIL, no test ran"))
 
@@ -94,10 +102,24 @@ class Verdicts(unittest.TestCase):
                         .startswith("memcheck: FAIL, 3 errors reported"))
         no_device = ("[==========] 30 tests from 5 test suites ran. (3 ms total)\n"
                      "[  SKIPPED ] 30 tests, listed below:\n========= ERROR SUMMARY: 0 errors\n")
-        self.assertTrue(summarize.sanitizer_verdict("racecheck", no_device, 0)
-                        .startswith("racecheck: NO DEVICE"))
+        self.assertTrue(summarize.sanitizer_verdict("memcheck", no_device, 0)
+                        .startswith("memcheck: NO DEVICE"))
         self.assertTrue(summarize.sanitizer_verdict("racecheck", "", 124)
                         .startswith("racecheck: TIMEOUT"))
+        self.assertTrue(summarize.sanitizer_verdict("racecheck", "", 137)
+                        .startswith("racecheck: TIMEOUT"))
+
+    def test_racecheck_has_its_own_summary_line(self):
+        tail = ("[==========] 30 tests from 5 test suites ran. (9000 ms total)\n"
+                "[  PASSED  ] 29 tests.\n[  SKIPPED ] 1 test, listed below:\n"
+                "========= RACECHECK SUMMARY: 0 hazards displayed (0 errors, 0 warnings)\n")
+        self.assertEqual(summarize.sanitizer_verdict("racecheck", tail, 0),
+                         "racecheck: PASS, 0 errors reported, 30 cases ran, 0 failed, 1 skipped")
+        hazards = tail.replace("0 hazards displayed (0 errors, 0 warnings)",
+                               "5 hazards displayed (2 errors, 3 warnings)")
+        self.assertEqual(summarize.sanitizer_verdict("racecheck", hazards, 99),
+                         "racecheck: FAIL, 2 errors reported, 3 warnings, 30 cases ran, 0 failed, "
+                         "1 skipped (exit status 99)")
         self.assertTrue(summarize.sanitizer_verdict("memcheck", "compute-sanitizer: not found", 127)
                         .startswith("memcheck: NO TOOL"))
 

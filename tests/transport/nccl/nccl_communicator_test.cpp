@@ -51,6 +51,9 @@ class DeviceFloats {
     cuda_or_throw(
         cudaMemcpy(data_, host.data(), host.size() * sizeof(float), cudaMemcpyHostToDevice),
         "cudaMemcpy to device");
+    // From pageable memory cudaMemcpy may return before the data has landed;
+    // the communicator takes finished floats only (communicator.h).
+    cuda_or_throw(cudaDeviceSynchronize(), "cudaDeviceSynchronize");
   }
   ~DeviceFloats() { cudaFree(data_); }
   DeviceFloats(const DeviceFloats&) = delete;
