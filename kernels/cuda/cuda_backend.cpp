@@ -22,6 +22,7 @@
 #include "kernels/cuda/ops.h"
 #include "kernels/cuda/sampling.h"
 #include "kernels/cuda/step_graphs.h"
+#include "kernels/cuda/stream_event.h"
 
 namespace tandem {
 namespace {
@@ -40,24 +41,6 @@ cudaDataType_t cuda_type(Dtype dtype) {
   }
   return CUDA_R_32F;
 }
-
-// A CUDA event recorded on the backend's stream.
-class StreamEvent final : public Backend::Event {
- public:
-  explicit StreamEvent(cudaStream_t stream) {
-    TANDEM_CUDA_CHECK(cudaEventCreateWithFlags(&event_, cudaEventDisableTiming));
-    const cudaError_t status = cudaEventRecord(event_, stream);
-    if (status != cudaSuccess) cudaEventDestroy(event_);
-    TANDEM_CUDA_CHECK(status);
-  }
-  StreamEvent(const StreamEvent&) = delete;
-  StreamEvent& operator=(const StreamEvent&) = delete;
-  ~StreamEvent() override { cudaEventDestroy(event_); }
-  void wait() override { TANDEM_CUDA_CHECK(cudaEventSynchronize(event_)); }
-
- private:
-  cudaEvent_t event_ = nullptr;
-};
 
 class CudaBackend final : public Backend {
  public:
@@ -117,7 +100,7 @@ class CudaBackend final : public Backend {
   std::unique_ptr<Event> record_event() override {
     use_device();
     run_recorded_ops();  // an event marks ops queued, not ops recorded
-    return std::make_unique<StreamEvent>(stream_);
+    return std::make_unique<cuda::StreamEvent>(stream_);
   }
 
   void copy_from(Backend& source, const float* from, size_t n, float* to) override {
