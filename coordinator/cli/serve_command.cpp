@@ -7,7 +7,7 @@
 #include "coordinator/cli/args.h"
 #include "coordinator/cli/commands.h"
 #include "coordinator/config/deployment_config.h"
-#include "coordinator/cluster/serve_in_role.h"
+#include "cluster/serve_in_role.h"
 
 namespace tandem::cli {
 

@@ -250,8 +250,8 @@ SpeculationConfig read_speculation(const ConfigSection& section, bool has_draft)
   }
   speculation.max_gamma =
       static_cast<int>(section.integer("max_gamma", speculation.max_gamma, 1, kMaxGamma));
-  speculation.prior_alpha =
-      section.number("prior_alpha", speculation.prior_alpha,
+  speculation.tuning.prior_alpha =
+      section.number("prior_alpha", speculation.tuning.prior_alpha,
                      Interval{.low = 0, .high = 1, .low_open = true, .high_open = true});
   speculation.ngram_min =
       static_cast<int>(section.integer("ngram_min", speculation.ngram_min, 1, kMaxNgram));

@@ -19,6 +19,7 @@
 
 #include "kernels/backend.h"  // BackendKind
 #include "workers/speculation/pipeline_policy.h"
+#include "workers/speculation/speculation_tuning.h"
 
 namespace tandem {
 
@@ -86,11 +87,11 @@ struct SpeculationConfig {
   bool gamma_auto = true;    // choose gamma per step from measured alpha and costs
   int gamma = 0;             // the fixed draft length; meaningful only when !gamma_auto
   int max_gamma = 8;         // the ceiling for auto
-  double prior_alpha = 0.6;  // acceptance rate assumed before any is measured
   int ngram_min = 1;
   int ngram_max = 4;
   double lenience = 1.0;  // 1 = lossless; < 1 accepts more draft tokens than exact sampling would
   PipelinePolicy pipeline;  // drafting while the target verifies (pipeline_policy.h)
+  SpeculationTuning tuning;  // the γ controller's and pipelining's constants (speculation_tuning.h)
 };
 
 // scheduler: admission, batching and KV cache sizes.

@@ -83,7 +83,7 @@ std::string describe(const DeploymentConfig& config) {
       << describe_roles(config.placement, config.draft.has_value()) << "\n";
   out << "speculation: drafter " << describe_drafter(speculation) << ", gamma "
       << (speculation.gamma_auto ? "auto (<= " + std::to_string(speculation.max_gamma) +
-                                       ", prior alpha " + number(speculation.prior_alpha) + ")"
+                                       ", prior alpha " + number(speculation.tuning.prior_alpha) + ")"
                                  : std::to_string(speculation.gamma))
       << ", "
       << (speculation.lenience == 1.0

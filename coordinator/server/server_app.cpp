@@ -13,9 +13,9 @@
 
 #include "common/error.h"
 #include "common/log_line.h"
-#include "coordinator/cluster/peer_channel.h"
-#include "coordinator/cluster/remote_drafter.h"
-#include "coordinator/cluster/remote_target.h"
+#include "cluster/peer_channel.h"
+#include "cluster/remote_drafter.h"
+#include "cluster/remote_target.h"
 #include "coordinator/http/http_server.h"
 #include "coordinator/metrics/server_metrics.h"
 #include "coordinator/models/load_model.h"
@@ -55,7 +55,7 @@ ServiceSettings service_settings(const DeploymentConfig& config) {
   settings.gamma.automatic = config.speculation.gamma_auto;
   settings.gamma.gamma = config.speculation.gamma_auto ? config.speculation.max_gamma
                                                        : config.speculation.gamma;
-  settings.gamma.prior_alpha = config.speculation.prior_alpha;
+  settings.gamma.prior_alpha = config.speculation.tuning.prior_alpha;
   settings.drafter = drafter_name(config.speculation.drafter);
   settings.drafters = {"ngram", "none"};
   if (config.draft) settings.drafters.insert(settings.drafters.begin(), "model");

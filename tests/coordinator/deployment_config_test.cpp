@@ -132,7 +132,7 @@ TEST(DeploymentConfig, DefaultsFillEverythingButTheTarget) {
   EXPECT_EQ(config.speculation.drafter, DrafterKind::none);  // no draft model configured
   EXPECT_TRUE(config.speculation.gamma_auto);
   EXPECT_EQ(config.speculation.max_gamma, 8);
-  EXPECT_EQ(config.speculation.prior_alpha, 0.6);
+  EXPECT_EQ(config.speculation.tuning.prior_alpha, 0.6);
   EXPECT_EQ(config.speculation.ngram_min, 1);
   EXPECT_EQ(config.speculation.ngram_max, 4);
   EXPECT_EQ(config.speculation.lenience, 1.0);
@@ -522,7 +522,7 @@ TEST(DeploymentConfig, AcceptsTheEndsOfEachRange) {
       {"placement", "threads", "1024", [](const auto& c) { return c.placement.threads; }, 1024},
       {"speculation", "max_gamma", "64", [](const auto& c) { return c.speculation.max_gamma; }, 64},
       {"speculation", "prior_alpha", "0.999",
-       [](const auto& c) { return c.speculation.prior_alpha; }, 0.999},
+       [](const auto& c) { return c.speculation.tuning.prior_alpha; }, 0.999},
       {"speculation", "lenience", "1", [](const auto& c) { return c.speculation.lenience; }, 1},
       {"speculation", "lenience", "1e-3", [](const auto& c) { return c.speculation.lenience; },
        1e-3},

@@ -41,9 +41,9 @@ void place_q_rows(Backend& backend, std::span<const DeviceRows> q_rows,
 
 }  // namespace
 
-void verify_blocks(Backend& backend, int V, const float* logits, const wire::TargetStep& step,
+void verify_blocks(Backend& backend, int V, const float* logits, const TargetStep& step,
                    std::span<const DeviceRows> local_q, QRowsInbox* draft_rank_rows,
-                   VerifyScratch& scratch, std::vector<wire::TargetResult::Outcome>& outcomes) {
+                   VerifyScratch& scratch, std::vector<TargetResult::Outcome>& outcomes) {
   size_t rows = 0;
   for (const auto& s : step.sequences) rows += static_cast<size_t>(s.logit_count);
   Buffer& probs = scratch.probs;
@@ -65,12 +65,12 @@ void verify_blocks(Backend& backend, int V, const float* logits, const wire::Tar
   // One argmax over every row serves all greedy blocks: each host read is a
   // device synchronization.
   const bool any_greedy = std::any_of(step.sequences.begin(), step.sequences.end(),
-                                      [](const wire::TargetStep::Sequence& s) {
+                                      [](const TargetStep::Sequence& s) {
                                         return s.verify && s.sampling.greedy();
                                       });
   if (any_greedy) backend.argmax(logits, static_cast<int>(rows), V, argmaxes.data());
   for (size_t index = 0; index < step.sequences.size(); ++index) {
-    const wire::TargetStep::Sequence& s = step.sequences[index];
+    const TargetStep::Sequence& s = step.sequences[index];
     const size_t first_row = row;
     row += static_cast<size_t>(s.logit_count);
     if (!s.verify) continue;
@@ -89,19 +89,19 @@ void verify_blocks(Backend& backend, int V, const float* logits, const wire::Tar
     // the q rows link, or none (one-hot at the drafts).
     DeviceRows q;
     size_t first = 0;
-    if (s.q_source == wire::QSource::local) {
+    if (s.q_source == QSource::local) {
       require(!local_q.empty(), ErrorKind::internal, [&] {
         return "session " + std::to_string(s.session) + "'s q rows are local, but none came";
       });
       q = local_q[index];
-    } else if (s.q_source == wire::QSource::draft_rank) {
+    } else if (s.q_source == QSource::draft_rank) {
       require(draft_rank_rows != nullptr, ErrorKind::internal,
               "a block's q rows are at the draft rank, but this rank cannot receive them");
       q = draft_rank_rows->rows(s.session, s.q_step, V);
       first = static_cast<size_t>(s.q_first_row) * V;
     }
     const size_t needed = static_cast<size_t>(s.gamma) * V;
-    const bool has_q = s.q_source != wire::QSource::one_hot;
+    const bool has_q = s.q_source != QSource::one_hot;
     require(!has_q || first + needed <= q.size(), ErrorKind::internal, [&] {
       return "session " + std::to_string(s.session) + " has " + std::to_string(q.size()) +
              " q values for " + std::to_string(s.gamma) + " drafts from row " +
@@ -126,7 +126,7 @@ void verify_blocks(Backend& backend, int V, const float* logits, const wire::Tar
 
   size_t beta_at = 0;
   for (size_t k = 0; k < sampled.size(); ++k) {
-    wire::TargetResult::Outcome& out = outcomes[sampled_of[k]];
+    TargetResult::Outcome& out = outcomes[sampled_of[k]];
     out.accepted = sampled_out[k].accepted;
     out.token = sampled_out[k].token;
     for (int j = 0; j < sampled[k].gamma; ++j) out.beta_sum += betas[beta_at++];
@@ -134,7 +134,7 @@ void verify_blocks(Backend& backend, int V, const float* logits, const wire::Tar
   }
   for (size_t k = 0; k < greedy.size(); ++k) {
     // At temperature 0, β_j = Σ min(p_j, q_j) of one-hot rows: 1 if they agree.
-    wire::TargetResult::Outcome& out = outcomes[greedy_of[k]];
+    TargetResult::Outcome& out = outcomes[greedy_of[k]];
     out.accepted = greedy_out[k].accepted;
     out.token = greedy_out[k].token;
     for (int j = 0; j < greedy[k].gamma; ++j)

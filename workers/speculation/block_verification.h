@@ -14,7 +14,7 @@
 #include <vector>
 
 #include "kernels/backend.h"
-#include "transport/messages.h"
+#include "workers/speculation/target_step.h"
 #include "workers/speculation/q_rows_inbox.h"
 
 namespace tandem {
@@ -33,8 +33,8 @@ struct VerifyScratch {
 // local); those with q_source draft_rank come from draft_rank_rows. A block
 // whose rows are missing (no inbox, or not in its QRows) is an
 // Error(internal) naming its session.
-void verify_blocks(Backend& backend, int V, const float* logits, const wire::TargetStep& step,
+void verify_blocks(Backend& backend, int V, const float* logits, const TargetStep& step,
                    std::span<const DeviceRows> local_q, QRowsInbox* draft_rank_rows,
-                   VerifyScratch& scratch, std::vector<wire::TargetResult::Outcome>& outcomes);
+                   VerifyScratch& scratch, std::vector<TargetResult::Outcome>& outcomes);
 
 }  // namespace tandem

@@ -19,13 +19,13 @@ DeviceRows QRowsInbox::rows(uint64_t session, uint64_t step, int V) {
     deliver(receive_next_());
     message = held_.find(step);
   }
-  const wire::QRows& header = message->second.header;
+  const QRows& header = message->second.header;
   require(header.vocab == V, ErrorKind::internal, [&] {
     return "QRows for vocabulary " + std::to_string(header.vocab) + ", target has " +
            std::to_string(V);
   });
   size_t at = 0;
-  for (const wire::QRows::Entry& entry : header.entries) {
+  for (const QRows::Entry& entry : header.entries) {
     const size_t count = static_cast<size_t>(entry.rows) * static_cast<size_t>(V);
     if (entry.session == session) return message->second.rows.slice(at, count);
     at += count;
@@ -42,7 +42,7 @@ void QRowsInbox::deliver(ArrivedQRows message) {
            std::to_string(newest_);
   });
   size_t floats = 0;
-  for (const wire::QRows::Entry& entry : message.header.entries)
+  for (const QRows::Entry& entry : message.header.entries)
     floats += static_cast<size_t>(entry.rows) * static_cast<size_t>(message.header.vocab);
   require(floats == message.rows.size(), ErrorKind::internal, [&] {
     return "QRows of draft step " + std::to_string(step) + " names " + std::to_string(floats) +

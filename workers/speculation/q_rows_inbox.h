@@ -18,14 +18,14 @@
 #include <vector>
 
 #include "kernels/device_rows.h"
-#include "transport/messages.h"
+#include "workers/speculation/target_step.h"
 
 namespace tandem {
 
 // One draft step's q rows as they arrived: which sessions' (the QRows
 // message), and their rows side by side in entry order.
 struct ArrivedQRows {
-  wire::QRows header;
+  QRows header;
   DeviceRows rows;  // Σ entries' rows × vocab floats
 };
 

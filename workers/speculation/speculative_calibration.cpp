@@ -23,11 +23,11 @@ double SpeculativeEngine::timed_pass(int tokens) {
   const int context = config_.max_position_embeddings;
   const int V = config_.vocab_size;
   const int sequences = (tokens + context - 1) / context;
-  wire::TargetStep step;
+  TargetStep step;
   bool fits = true;
   for (int i = 0; i < sequences; ++i) {
     const int count = tokens / sequences + (i < tokens % sequences ? 1 : 0);
-    wire::TargetStep::Sequence sequence;
+    TargetStep::Sequence sequence;
     sequence.seq = cache_.create_sequence();
     fits = fits && cache_.reserve(sequence.seq, count);
     sequence.tokens.resize(static_cast<size_t>(count));
@@ -37,7 +37,7 @@ double SpeculativeEngine::timed_pass(int tokens) {
   }
   double seconds = -1;
   if (fits) {
-    wire::TargetResult result;
+    TargetResult result;
     const auto start = std::chrono::steady_clock::now();
     run_target_step(step, {}, result);
     seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();

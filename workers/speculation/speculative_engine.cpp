@@ -201,8 +201,8 @@ void SpeculativeEngine::truncate_sequence(SequenceId seq, int length) {
   truncated_lengths_.push_back(length);
 }
 
-void SpeculativeEngine::run_target_step(wire::TargetStep& step, std::span<const DeviceRows> local_q,
-                                        wire::TargetResult& result) {
+void SpeculativeEngine::run_target_step(TargetStep& step, std::span<const DeviceRows> local_q,
+                                        TargetResult& result) {
   step.step = ++target_steps_;
   step.released = std::move(released_);
   released_.clear();

@@ -260,8 +260,8 @@ class SpeculativeEngine {
   // blocks (outcomes and β statistics). False when nothing was fed.
   bool run_target(StepPlan& plan);
   // Runs one target pass; the sequences released since the last one go with it.
-  void run_target_step(wire::TargetStep& step, std::span<const DeviceRows> local_q,
-                       wire::TargetResult& result);
+  void run_target_step(TargetStep& step, std::span<const DeviceRows> local_q,
+                       TargetResult& result);
   void release_sequence(SequenceId seq);
   void truncate_sequence(SequenceId seq, int length);  // and tell the executor's cache
   // One calibration pass of `tokens` new tokens (see speculative_calibration.cpp).

@@ -25,9 +25,9 @@ constexpr int kProbeEvery = 8;
 constexpr int kMaxProbeEvery = 64;
 
 // Where the q rows of an entry's drafts are for the verifier.
-wire::QSource q_source_of(const DraftProposal& proposal) {
-  if (proposal.q_at_draft_rank) return wire::QSource::draft_rank;
-  return proposal.q.empty() ? wire::QSource::one_hot : wire::QSource::local;
+QSource q_source_of(const DraftProposal& proposal) {
+  if (proposal.q_at_draft_rank) return QSource::draft_rank;
+  return proposal.q.empty() ? QSource::one_hot : QSource::local;
 }
 
 }  // namespace
@@ -231,7 +231,7 @@ int SpeculativeEngine::commit(Session& s, std::span<const int32_t> accepted, int
 }
 
 bool SpeculativeEngine::run_target(StepPlan& plan) {
-  wire::TargetStep step;
+  TargetStep step;
   std::vector<DeviceRows> local_q;  // per sequence: the drafter's rows, where it left them
   std::vector<StepPlan::Entry*> fed;
   for (StepPlan::Entry& e : plan.entries) {
@@ -241,7 +241,7 @@ bool SpeculativeEngine::run_target(StepPlan& plan) {
     const auto from = s.tokens.begin() + e.start;
     e.feed.assign(from, from + e.chunk.fed);
     e.feed.insert(e.feed.end(), e.proposal.tokens.begin(), e.proposal.tokens.end());
-    wire::TargetStep::Sequence sequence;
+    TargetStep::Sequence sequence;
     sequence.seq = s.seq;
     sequence.start = e.start;
     sequence.tokens = e.feed;
@@ -266,7 +266,7 @@ bool SpeculativeEngine::run_target(StepPlan& plan) {
   }
   if (fed.empty()) return false;
   plan.start = Clock::now();
-  wire::TargetResult result;
+  TargetResult result;
   run_target_step(step, local_q, result);
   plan.target_seconds = seconds_since(plan.start);
   last_step_.forward_seconds = result.forward_seconds;
@@ -282,7 +282,7 @@ bool SpeculativeEngine::run_target(StepPlan& plan) {
     if (e->first_row < 0) continue;
     require(outcome < result.outcomes.size(), ErrorKind::internal,
             "the target pass returned fewer outcomes than blocks it verified");
-    const wire::TargetResult::Outcome& out = result.outcomes[outcome++];
+    const TargetResult::Outcome& out = result.outcomes[outcome++];
     e->outcome = {out.accepted, out.token};
     s.result.stats.beta_sum += out.beta_sum;
     s.result.stats.beta_count += out.beta_count;

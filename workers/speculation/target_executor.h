@@ -1,8 +1,8 @@
 // TargetExecutor: where the engine's target passes run.
 //
-// The engine describes each pass as a wire::TargetStep (the same message a
+// The engine describes each pass as a TargetStep (the same message a
 // distributed job sends to its tensor-parallel group) and gets back a
-// wire::TargetResult: n, t and β for every block it asked to verify.
+// TargetResult: n, t and β for every block it asked to verify.
 // Implementations: TargetStepRunner (the model in this process, or one
 // shard of it on a worker rank) and RemoteTarget (coordinator/cluster: the
 // step goes to the TP group over the Communicator). Either way the engine's
@@ -12,7 +12,7 @@
 #include <span>
 
 #include "kernels/device_rows.h"
-#include "transport/messages.h"
+#include "workers/speculation/target_step.h"
 
 namespace tandem {
 
@@ -23,9 +23,9 @@ class TargetExecutor {
   // for it. May move large fields (q rows) out of `step`. local_q: one per
   // sequence, the rows of those whose q_source is local (the drafter's, in
   // this process's memory, on the draft's device); empty when none is.
-  virtual void run(wire::TargetStep& step, std::span<const DeviceRows> local_q,
-                   wire::TargetResult& result) = 0;
-  void run(wire::TargetStep& step, wire::TargetResult& result) { run(step, {}, result); }
+  virtual void run(TargetStep& step, std::span<const DeviceRows> local_q,
+                   TargetResult& result) = 0;
+  void run(TargetStep& step, TargetResult& result) { run(step, {}, result); }
 };
 
 }  // namespace tandem

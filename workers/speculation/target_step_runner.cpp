@@ -14,7 +14,7 @@ TargetStepRunner::TargetStepRunner(LlamaModel& model, PagedKvCache& cache, Cache
   if (q_rows) q_rows_.emplace(std::move(q_rows));
 }
 
-void TargetStepRunner::replay(const wire::TargetStep& step) {
+void TargetStepRunner::replay(const TargetStep& step) {
   for (int64_t seq : step.released) {
     auto it = mirror_.find(seq);
     if (it == mirror_.end()) continue;  // released before it was ever fed
@@ -26,7 +26,7 @@ void TargetStepRunner::replay(const wire::TargetStep& step) {
     if (it == mirror_.end()) continue;  // truncated before it was ever fed
     cache_.truncate(it->second, std::min(step.truncated_lengths[i], cache_.length(it->second)));
   }
-  for (const wire::TargetStep::Sequence& s : step.sequences) {
+  for (const TargetStep::Sequence& s : step.sequences) {
     auto it = mirror_.find(s.seq);
     if (it == mirror_.end()) it = mirror_.emplace(s.seq, cache_.create_sequence()).first;
     const SequenceId local = it->second;
@@ -46,16 +46,16 @@ void TargetStepRunner::replay(const wire::TargetStep& step) {
   }
 }
 
-void TargetStepRunner::run(wire::TargetStep& step, std::span<const DeviceRows> local_q,
-                           wire::TargetResult& result) {
-  result = wire::TargetResult{};
+void TargetStepRunner::run(TargetStep& step, std::span<const DeviceRows> local_q,
+                           TargetResult& result) {
+  result = TargetResult{};
   result.step = step.step;
   if (mode_ == CacheMode::mirrored) replay(step);
   if (step.sequences.empty()) return;
 
   std::vector<SequenceStep> steps;
   steps.reserve(step.sequences.size());
-  for (const wire::TargetStep::Sequence& s : step.sequences) {
+  for (const TargetStep::Sequence& s : step.sequences) {
     const SequenceId seq = mode_ == CacheMode::mirrored ? mirror_.at(s.seq) : s.seq;
     steps.push_back({seq, s.tokens, s.logit_count});
   }
@@ -71,8 +71,8 @@ void TargetStepRunner::run(wire::TargetStep& step, std::span<const DeviceRows> l
     // Rows of draft steps up to the newest this step named are used or
     // belong to blocks that will never be verified.
     uint64_t newest = 0;
-    for (const wire::TargetStep::Sequence& s : step.sequences)
-      if (s.q_source == wire::QSource::draft_rank) newest = std::max(newest, s.q_step);
+    for (const TargetStep::Sequence& s : step.sequences)
+      if (s.q_source == QSource::draft_rank) newest = std::max(newest, s.q_step);
     if (newest > 0) q_rows_->drop_through(newest);
   }
 }

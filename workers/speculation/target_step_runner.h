@@ -1,4 +1,4 @@
-// TargetStepRunner: runs a wire::TargetStep on a model in this process.
+// TargetStepRunner: runs a TargetStep on a model in this process.
 //
 // Two uses, one class:
 // - shared cache: the engine's own process holds the whole target; the
@@ -32,8 +32,8 @@ class TargetStepRunner final : public TargetExecutor {
   TargetStepRunner& operator=(const TargetStepRunner&) = delete;
 
   using TargetExecutor::run;
-  void run(wire::TargetStep& step, std::span<const DeviceRows> local_q,
-           wire::TargetResult& result) override;
+  void run(TargetStep& step, std::span<const DeviceRows> local_q,
+           TargetResult& result) override;
 
   // Target rank 0 between steps: q rows the draft rank sent ahead of need.
   void deliver_q_rows(ArrivedQRows message) {
@@ -45,7 +45,7 @@ class TargetStepRunner final : public TargetExecutor {
 
  private:
   // Mirrored mode: applies releases and truncations, reserves room.
-  void replay(const wire::TargetStep& step);
+  void replay(const TargetStep& step);
 
   LlamaModel& model_;
   PagedKvCache& cache_;

@@ -8,8 +8,8 @@
 #include <string>
 
 #include "common/error.h"
-#include "tests/transport/sample_messages.h"
-#include "transport/messages.h"
+#include "tests/cluster/sample_messages.h"
+#include "cluster/messages.h"
 
 namespace tandem::wire {
 namespace {

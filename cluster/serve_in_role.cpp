@@ -1,4 +1,4 @@
-#include "coordinator/cluster/serve_in_role.h"
+#include "cluster/serve_in_role.h"
 
 #include <omp.h>
 #include <pthread.h>
@@ -13,9 +13,9 @@
 
 #include "common/error.h"
 #include "common/log_line.h"
-#include "coordinator/cluster/cluster_layout.h"
-#include "coordinator/cluster/peer_channel.h"
-#include "coordinator/cluster/worker_loops.h"
+#include "cluster/cluster_layout.h"
+#include "cluster/peer_channel.h"
+#include "cluster/worker_loops.h"
 #include "coordinator/models/load_model.h"
 #include "coordinator/server/server_app.h"
 #include "transport/world_communicator.h"

@@ -1,4 +1,4 @@
-#include "coordinator/cluster/peer_channel.h"
+#include "cluster/peer_channel.h"
 
 #include <chrono>
 #include <optional>

@@ -13,7 +13,7 @@
 #include <optional>
 #include <string>
 
-#include "coordinator/cluster/peer_channel.h"
+#include "cluster/peer_channel.h"
 #include "workers/speculation/target_executor.h"
 
 namespace tandem {

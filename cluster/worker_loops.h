@@ -11,7 +11,7 @@
 //               verifies and returns TargetResult.
 #pragma once
 
-#include "coordinator/cluster/peer_channel.h"
+#include "cluster/peer_channel.h"
 #include "workers/kv_cache.h"
 #include "workers/llama_model.h"
 

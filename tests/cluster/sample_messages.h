@@ -8,7 +8,7 @@
 #include <string>
 #include <vector>
 
-#include "transport/messages.h"
+#include "cluster/messages.h"
 
 namespace tandem::test_support {
 

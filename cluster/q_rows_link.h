@@ -26,10 +26,10 @@
 #include <optional>
 #include <span>
 
-#include "coordinator/cluster/cluster_layout.h"
+#include "cluster/cluster_layout.h"
 #include "kernels/device_rows.h"
 #include "transport/communicator.h"
-#include "transport/messages.h"
+#include "cluster/messages.h"
 #include "workers/speculation/q_rows_inbox.h"
 
 namespace tandem {

@@ -1,4 +1,4 @@
-#include "coordinator/cluster/remote_target.h"
+#include "cluster/remote_target.h"
 
 #include "common/error.h"
 

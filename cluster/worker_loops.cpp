@@ -1,4 +1,4 @@
-#include "coordinator/cluster/worker_loops.h"
+#include "cluster/worker_loops.h"
 
 #include <iostream>
 #include <map>

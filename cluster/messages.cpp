@@ -4,7 +4,7 @@
 // check, beyond what ByteReader checks per field, what a field's neighbours
 // make checkable (a block's γ against its tokens, q rows against the vocab),
 // so that a worker never indexes past a vector a corrupt message sized.
-#include "transport/messages.h"
+#include "cluster/messages.h"
 
 #include <array>
 #include <limits>

@@ -1,4 +1,4 @@
-#include "coordinator/cluster/cluster_layout.h"
+#include "cluster/cluster_layout.h"
 
 #include <algorithm>
 

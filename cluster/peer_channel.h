@@ -11,10 +11,10 @@
 #include <functional>
 #include <string>
 
-#include "coordinator/cluster/cluster_layout.h"
-#include "coordinator/cluster/q_rows_link.h"
+#include "cluster/cluster_layout.h"
+#include "cluster/q_rows_link.h"
 #include "transport/communicator.h"
-#include "transport/messages.h"
+#include "cluster/messages.h"
 
 namespace tandem {
 

@@ -1,4 +1,4 @@
-#include "coordinator/cluster/remote_drafter.h"
+#include "cluster/remote_drafter.h"
 
 #include <algorithm>
 #include <chrono>

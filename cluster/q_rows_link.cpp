@@ -1,4 +1,4 @@
-#include "coordinator/cluster/q_rows_link.h"
+#include "cluster/q_rows_link.h"
 
 #include <unistd.h>
 

@@ -21,7 +21,7 @@
 #include <unordered_map>
 #include <vector>
 
-#include "coordinator/cluster/peer_channel.h"
+#include "cluster/peer_channel.h"
 #include "workers/speculation/drafter.h"
 
 namespace tandem {

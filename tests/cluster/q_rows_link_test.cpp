@@ -6,7 +6,7 @@
 // stream is seen, and a message whose rows do not add up is refused; rows
 // received from outside the verifier's queue of ops (NCCL's stream) wait
 // for the ops still queued on their buffer.
-#include "coordinator/cluster/q_rows_link.h"
+#include "cluster/q_rows_link.h"
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
@@ -35,8 +35,8 @@ std::vector<float> ramp(size_t n, float from) {
   return values;
 }
 
-wire::QRows message_of(uint64_t step, std::vector<wire::QRows::Entry> entries) {
-  wire::QRows message;
+QRows message_of(uint64_t step, std::vector<QRows::Entry> entries) {
+  QRows message;
   message.step = step;
   message.vocab = kVocab;
   message.entries = std::move(entries);

@@ -2,8 +2,8 @@
 // peek_type reads the type from the header.
 #include <gtest/gtest.h>
 
-#include "tests/transport/sample_messages.h"
-#include "transport/messages.h"
+#include "tests/cluster/sample_messages.h"
+#include "cluster/messages.h"
 
 namespace tandem::wire {
 namespace {

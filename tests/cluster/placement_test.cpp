@@ -1,6 +1,6 @@
 // Tests of placement: the ranks and roles of an MPI job in the YAML
 // (coordinator/config) and the layout each rank derives from it
-// (coordinator/cluster/cluster_layout). Every mistake names the key and line.
+// (cluster/cluster_layout). Every mistake names the key and line.
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
@@ -9,7 +9,7 @@
 
 #include "common/error.h"
 #include "tests/coordinator/deployment_error.h"
-#include "coordinator/cluster/cluster_layout.h"
+#include "cluster/cluster_layout.h"
 #include "coordinator/config/deployment_config.h"
 
 namespace tandem {
