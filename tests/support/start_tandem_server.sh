@@ -28,10 +28,10 @@ start_tandem_server() {
   trap stop_tandem_server EXIT
   port=""
   for _ in $(seq 1 900); do
-    if grep -q "tandem: ready" "$log"; then
-      port=$(sed -n 's|.*listening on http://127.0.0.1:\([0-9]*\).*|\1|p' "$log")
-      return 0
-    fi
+    # Both lines: under mpirun, rank 0's lines reach the log through the
+    # launcher and may come later than another check of it expects.
+    port=$(sed -n 's|.*listening on http://127.0.0.1:\([0-9]*\).*|\1|p' "$log" | head -n 1)
+    if [ -n "$port" ] && grep -q "tandem: ready" "$log"; then return 0; fi
     kill -0 $pid 2>/dev/null || { cat "$log"; return 1; }
     sleep 0.1
   done
