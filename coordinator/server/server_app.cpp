@@ -55,7 +55,6 @@ ServiceSettings service_settings(const DeploymentConfig& config) {
   settings.gamma.automatic = config.speculation.gamma_auto;
   settings.gamma.gamma = config.speculation.gamma_auto ? config.speculation.max_gamma
                                                        : config.speculation.gamma;
-  settings.gamma.prior_alpha = config.speculation.tuning.prior_alpha;
   settings.drafter = drafter_name(config.speculation.drafter);
   settings.drafters = {"ngram", "none"};
   if (config.draft) settings.drafters.insert(settings.drafters.begin(), "model");
@@ -136,11 +135,12 @@ void ServerApp::start() {
   drafters.push_back(parts.ngram_drafter.get());
   drafters.push_back(&parts.no_drafter);
 
-  EngineLimits limits;
-  limits.max_running = config.scheduler.max_running_sessions;
-  limits.step_token_budget = config.scheduler.step_token_budget;
+  EngineOptions engine_options;
+  engine_options.max_running = config.scheduler.max_running_sessions;
+  engine_options.step_token_budget = config.scheduler.step_token_budget;
+  engine_options.tuning = config.speculation.tuning;
   parts.engine = std::make_unique<SpeculativeEngine>(
-      parts.target.config, *parts.target.cache, *parts.target_executor, drafters, limits);
+      parts.target.config, *parts.target.cache, *parts.target_executor, drafters, engine_options);
   parts.engine->set_pipeline(config.speculation.pipeline);
   parts.engine->calibrate();
 
