@@ -19,7 +19,7 @@
 #include "coordinator/http/http_server.h"
 #include "coordinator/metrics/server_metrics.h"
 #include "coordinator/models/load_model.h"
-#include "coordinator/scheduler/scheduler.h"
+#include "coordinator/engine_loop/engine_loop.h"
 #include "coordinator/server/api_service.h"
 #include "workers/speculation/model_drafter.h"
 #include "workers/speculation/ngram_drafter.h"
@@ -88,7 +88,7 @@ struct ServerApp::Parts {
   NoDrafter no_drafter;
   std::unique_ptr<TargetExecutor> target_executor;  // here (TargetStepRunner) or RemoteTarget
   std::unique_ptr<SpeculativeEngine> engine;
-  std::unique_ptr<Scheduler> scheduler;
+  std::unique_ptr<EngineLoop> scheduler;
   mutable std::mutex lost_mutex;
   std::string lost;  // why another rank is lost; empty while all answer
 };
@@ -145,7 +145,7 @@ void ServerApp::start() {
   parts.engine->calibrate();
 
   const Tokenizer& tokenizer = *parts.target.tokenizer;
-  SchedulerOptions scheduler_options;
+  EngineLoopOptions scheduler_options;
   scheduler_options.max_queued = static_cast<size_t>(config.scheduler.max_queued_requests);
   if (cluster_) {  // only another rank can be lost
     scheduler_options.on_lost = [&parts](const std::string& why) {
@@ -156,7 +156,7 @@ void ServerApp::start() {
       kill(getpid(), SIGUSR1);  // run_until_signalled's sigwait() takes it
     };
   }
-  parts.scheduler = std::make_unique<Scheduler>(
+  parts.scheduler = std::make_unique<EngineLoop>(
       *parts.engine, *parts.target.cache, parts.draft ? parts.draft->cache.get() : nullptr,
       tokenizer, parts.metrics, scheduler_options);
   parts.scheduler->start();
