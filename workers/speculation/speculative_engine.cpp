@@ -63,7 +63,7 @@ void SpeculativeEngine::step() {
   planner_.admit();
   if (planner_.running().empty()) return;
   const auto start = Clock::now();
-  StepPlan plan = this->plan();
+  StepPlan plan = plan_step();
   planner_.reserve(plan, last_step_);
   // 2. Draft the blocks to verify now; pipelined drafts start, to run
   // during the target pass where the drafter can.
@@ -97,7 +97,7 @@ void SpeculativeEngine::step() {
   gamma_.record_step(plan.batch, last_step_);
 }
 
-StepPlan SpeculativeEngine::plan() {
+StepPlan SpeculativeEngine::plan_step() {
   const std::vector<EngineSession*>& running = planner_.running();
   StepPlan plan;
   plan.batch = static_cast<int>(running.size());

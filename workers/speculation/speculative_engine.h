@@ -129,7 +129,7 @@ class SpeculativeEngine {
   void check(const SpeculationRequest& request) const;
   // Step 1's plan: the γ controller's inputs, the step's shape and ping-pong
   // group, then the planner's entries with each session's γ.
-  StepPlan plan();
+  StepPlan plan_step();
   // Step 5: appends the accepted drafts and the target's tokens, reports.
   void commit(StepPlan& plan);
   // One session's tokens, stop rules applied; truncates both KV caches to
