@@ -46,7 +46,7 @@ ApiService::ApiService(ServiceSettings settings, ServerMetrics& metrics)
                         std::chrono::system_clock::now().time_since_epoch())
                         .count()) {}
 
-void ApiService::attach(Scheduler& scheduler, Tokenizer tokenizer, const ModelFacts& facts) {
+void ApiService::attach(EngineLoop& scheduler, Tokenizer tokenizer, const ModelFacts& facts) {
   model_ = facts;
   settings_.limits.vocab_size = facts.vocab_size;
   tokenizer_.emplace(std::move(tokenizer));

@@ -22,7 +22,7 @@
 #include "coordinator/api/completion_request.h"
 #include "coordinator/http/exchange.h"
 #include "coordinator/metrics/server_metrics.h"
-#include "coordinator/scheduler/scheduler.h"
+#include "coordinator/engine_loop/engine_loop.h"
 #include "workers/speculation/gamma_policy.h"
 
 namespace tandem {
@@ -54,7 +54,7 @@ class ApiService {
   ApiService(ServiceSettings settings, ServerMetrics& metrics);
 
   // Models are loaded: serve completions from now on.
-  void attach(Scheduler& scheduler, Tokenizer tokenizer, const ModelFacts& facts);
+  void attach(EngineLoop& scheduler, Tokenizer tokenizer, const ModelFacts& facts);
   // Shutting down: refuse new completions (503), let running ones finish.
   void drain() { draining_.store(true); }
   bool ready() const { return scheduler_.load() != nullptr && !draining_.load(); }
@@ -71,7 +71,7 @@ class ApiService {
   ServiceSettings settings_;
   ModelFacts model_;  // set by attach(), before scheduler_ (release/acquire)
   ServerMetrics& metrics_;
-  std::atomic<Scheduler*> scheduler_{nullptr};
+  std::atomic<EngineLoop*> scheduler_{nullptr};
   std::optional<Tokenizer> tokenizer_;  // set before scheduler_ (release/acquire)
   std::atomic<bool> draining_{false};
   int64_t created_unix_ = 0;  // reported as the model's creation time

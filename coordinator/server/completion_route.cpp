@@ -119,7 +119,7 @@ CompletionJob ApiService::make_job(const api::CompletionRequest& request,
 
 asio::awaitable<void> ApiService::complete(http::Exchange& exchange) {
   const http::Request& http_request = exchange.request();
-  Scheduler* scheduler = scheduler_.load();
+  EngineLoop* scheduler = scheduler_.load();
   if (!scheduler || draining_.load()) {
     co_await exchange.respond(error_response(
         http_request, api::unavailable(scheduler ? "the server is shutting down"

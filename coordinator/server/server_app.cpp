@@ -19,7 +19,7 @@
 #include "coordinator/http/http_server.h"
 #include "coordinator/metrics/server_metrics.h"
 #include "coordinator/models/load_model.h"
-#include "coordinator/scheduler/scheduler.h"
+#include "coordinator/engine_loop/engine_loop.h"
 #include "coordinator/server/api_service.h"
 #include "workers/speculation/model_drafter.h"
 #include "workers/speculation/ngram_drafter.h"
@@ -55,7 +55,6 @@ ServiceSettings service_settings(const DeploymentConfig& config) {
   settings.gamma.automatic = config.speculation.gamma_auto;
   settings.gamma.gamma = config.speculation.gamma_auto ? config.speculation.max_gamma
                                                        : config.speculation.gamma;
-  settings.gamma.prior_alpha = config.speculation.tuning.prior_alpha;
   settings.drafter = drafter_name(config.speculation.drafter);
   settings.drafters = {"ngram", "none"};
   if (config.draft) settings.drafters.insert(settings.drafters.begin(), "model");
@@ -89,7 +88,7 @@ struct ServerApp::Parts {
   NoDrafter no_drafter;
   std::unique_ptr<TargetExecutor> target_executor;  // here (TargetStepRunner) or RemoteTarget
   std::unique_ptr<SpeculativeEngine> engine;
-  std::unique_ptr<Scheduler> scheduler;
+  std::unique_ptr<EngineLoop> scheduler;
   mutable std::mutex lost_mutex;
   std::string lost;  // why another rank is lost; empty while all answer
 };
@@ -136,16 +135,17 @@ void ServerApp::start() {
   drafters.push_back(parts.ngram_drafter.get());
   drafters.push_back(&parts.no_drafter);
 
-  EngineLimits limits;
-  limits.max_running = config.scheduler.max_running_sessions;
-  limits.step_token_budget = config.scheduler.step_token_budget;
+  EngineOptions engine_options;
+  engine_options.max_running = config.scheduler.max_running_sessions;
+  engine_options.step_token_budget = config.scheduler.step_token_budget;
+  engine_options.tuning = config.speculation.tuning;
   parts.engine = std::make_unique<SpeculativeEngine>(
-      parts.target.config, *parts.target.cache, *parts.target_executor, drafters, limits);
+      parts.target.config, *parts.target.cache, *parts.target_executor, drafters, engine_options);
   parts.engine->set_pipeline(config.speculation.pipeline);
   parts.engine->calibrate();
 
   const Tokenizer& tokenizer = *parts.target.tokenizer;
-  SchedulerOptions scheduler_options;
+  EngineLoopOptions scheduler_options;
   scheduler_options.max_queued = static_cast<size_t>(config.scheduler.max_queued_requests);
   if (cluster_) {  // only another rank can be lost
     scheduler_options.on_lost = [&parts](const std::string& why) {
@@ -156,7 +156,7 @@ void ServerApp::start() {
       kill(getpid(), SIGUSR1);  // run_until_signalled's sigwait() takes it
     };
   }
-  parts.scheduler = std::make_unique<Scheduler>(
+  parts.scheduler = std::make_unique<EngineLoop>(
       *parts.engine, *parts.target.cache, parts.draft ? parts.draft->cache.get() : nullptr,
       tokenizer, parts.metrics, scheduler_options);
   parts.scheduler->start();

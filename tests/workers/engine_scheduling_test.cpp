@@ -91,7 +91,7 @@ struct BatchRun {
 };
 
 BatchRun run_together(Pair& p, PagedKvCache& cache, const std::vector<SpeculationRequest>& requests,
-                      EngineLimits limits) {
+                      EngineOptions limits) {
   SpeculativeEngine engine(p.target.model, cache, both(p), limits);
   std::vector<SessionKey> keys;
   for (const SpeculationRequest& r : requests) keys.push_back(engine.add(r));

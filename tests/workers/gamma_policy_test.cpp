@@ -8,6 +8,7 @@
 #include <cmath>
 
 #include "common/error.h"
+#include "workers/speculation/gamma_controller.h"
 #include "workers/speculation/ngram_drafter.h"
 #include "workers/speculation/target_cost_model.h"
 
@@ -55,13 +56,15 @@ TEST(GammaPolicy, AutomaticShrinksTowardThePriorWhileYoung) {
   GammaPolicy policy;
   policy.automatic = true;
   policy.gamma = 8;
-  policy.prior_alpha = 0.6;
-  EXPECT_EQ(policy.choose(0, 0, 0.05), best_gamma(0.6, 0.05, 8));
-  EXPECT_EQ(policy.choose(95, 100, 0.05), best_gamma((95 + 2.4) / 104, 0.05, 8));
-  EXPECT_EQ(policy.choose(0, 100, 0.05), 0);
+  SpeculationTuning tuning;
+  tuning.prior_alpha = 0.6;
+  const GammaController gamma(tuning);
+  EXPECT_EQ(gamma.policy_gamma(policy, 0, 0, 0.05), best_gamma(0.6, 0.05, 8));
+  EXPECT_EQ(gamma.policy_gamma(policy, 95, 100, 0.05), best_gamma((95 + 2.4) / 104, 0.05, 8));
+  EXPECT_EQ(gamma.policy_gamma(policy, 0, 100, 0.05), 0);
   GammaPolicy fixed;
   fixed.gamma = 3;
-  EXPECT_EQ(fixed.choose(0, 100, 0.9), 3);
+  EXPECT_EQ(gamma.policy_gamma(fixed, 0, 100, 0.9), 3);
 }
 
 TEST(GammaPolicy, BatchedSpeedupDividesByTheBlocksTargetCost) {
@@ -112,7 +115,8 @@ TEST(GammaPolicy, ComputeBoundTargetNeverSpeculates) {
     for (double c : {0.0, 0.01, 0.2}) {
       EXPECT_EQ(best_gamma(alpha, c, 16, v), 0) << alpha << " " << c;
       GammaPolicy policy{true, 16};
-      EXPECT_EQ(policy.choose(alpha * 1000, 1000, c, v), 0) << alpha << " " << c;
+      EXPECT_EQ(GammaController().policy_gamma(policy, alpha * 1000, 1000, c, v), 0)
+          << alpha << " " << c;
       speculating_without_v += best_gamma(alpha, c, 16) > 0;
     }
   }

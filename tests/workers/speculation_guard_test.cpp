@@ -1,6 +1,7 @@
 // SpeculationGuard: drafting stops where it has been measured slower than
 // plain decoding at that batch size (after kMinSteps steps of each kind),
-// and each side is re-measured on exactly one step in kExplore.
+// and each side is re-measured on exactly one step in kExplore (both from
+// the default SpeculationTuning).
 #include "workers/speculation/speculation_guard.h"
 
 #include <gtest/gtest.h>
@@ -8,11 +9,12 @@
 namespace tandem {
 namespace {
 
-constexpr int kExplore = SpeculationGuard::kExplore;
+constexpr int kExplore = SpeculationTuning{}.guard_explore_every;
+constexpr int kMinSteps = SpeculationTuning{}.guard_min_steps;
 
 // kMinSteps identical steps of one kind.
 void record_steps(SpeculationGuard& guard, int batch, bool drafted, int tokens, double seconds) {
-  for (int i = 0; i < SpeculationGuard::kMinSteps; ++i) guard.record(batch, drafted, tokens, seconds);
+  for (int i = 0; i < kMinSteps; ++i) guard.record(batch, drafted, tokens, seconds);
 }
 
 // How many of `decisions` consecutive decisions at batch B allow drafting.
@@ -66,7 +68,7 @@ TEST(SpeculationGuard, RatesAreTokensOverSecondsNotMeansOfStepRates) {
   // Drafting steps alternate between a quick 1-token step (1000 tokens/s)
   // and a slow 10-token one (100 tokens/s): 11 tokens in 0.101 s, about 109
   // tokens/s, though the mean of the two step rates is 550.
-  for (int i = 0; i < SpeculationGuard::kMinSteps; ++i) {
+  for (int i = 0; i < kMinSteps; ++i) {
     guard.record(4, true, 1, 0.001);
     guard.record(4, true, 10, 0.1);
   }

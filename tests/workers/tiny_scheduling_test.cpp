@@ -115,7 +115,7 @@ class TinyScheduling : public testing::Test {
   std::vector<Drafter*> drafters;
   std::vector<SpeculationRequest> requests;
   std::vector<std::vector<int32_t>> expected;
-  const EngineLimits limits{.max_running = 16, .step_token_budget = 32};
+  const EngineOptions limits{.max_running = 16, .step_token_budget = 32};
 };
 
 TEST_F(TinyScheduling, PreemptedAndChunkedSessionsEqualTheirRunsAlone) {

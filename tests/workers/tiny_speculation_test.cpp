@@ -327,7 +327,7 @@ Draws draw_first_two(LoadedModel& target, Drafter& drafter, const std::vector<in
   // Sessions per engine: all admitted at once (the admission headroom of one
   // block per running session included) and verified in the first step.
   constexpr long kChunk = 300;
-  constexpr EngineLimits kAllAtOnce{.max_running = kChunk, .step_token_budget = 1 << 16};
+  constexpr EngineOptions kAllAtOnce{.max_running = kChunk, .step_token_budget = 1 << 16};
   Draws draws;
   for (long begin = 0; begin < samples; begin += kChunk) {
     SpeculativeEngine engine(target.model, target.cache, drafter, kAllAtOnce);

@@ -32,11 +32,4 @@ int best_gamma(double alpha, double c, int max_gamma, const StepCost& v) {
   return best;
 }
 
-int GammaPolicy::choose(double beta_sum, double beta_count, double c, const StepCost& v) const {
-  if (!automatic) return gamma;
-  // Shrink the session's own estimate toward the prior while it is young.
-  const double alpha = (beta_sum + prior_alpha * prior_weight) / (beta_count + prior_weight);
-  return best_gamma(alpha, c, gamma, v);
-}
-
 }  // namespace tandem

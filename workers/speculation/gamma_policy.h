@@ -36,16 +36,11 @@ double expected_speedup(double alpha, double c, int gamma, double v_of_block);
 // (smallest γ on ties, so γ = 0 unless some γ strictly beats plain decoding).
 int best_gamma(double alpha, double c, int max_gamma, const StepCost& v = {});
 
+// A request's choice: a fixed γ, or automatic up to a ceiling. The engine's
+// GammaController turns it into each step's γ (gamma_controller.h).
 struct GammaPolicy {
   bool automatic = false;
-  int gamma = 4;             // fixed γ, or the ceiling for automatic
-  double prior_alpha = 0.6;  // α assumed before a session has measurements
-  double prior_weight = 4;   // pseudo-observations the prior is worth
-
-  // γ for a session whose verified positions so far have summed β to
-  // beta_sum over beta_count positions, with measured cost ratio c and the
-  // batch's target cost curve v (empty: v ≡ 1).
-  int choose(double beta_sum, double beta_count, double c, const StepCost& v = {}) const;
+  int gamma = 4;  // fixed γ, or the ceiling for automatic
 };
 
 }  // namespace tandem

@@ -59,12 +59,10 @@ void ModelDrafter::propose(std::span<const DraftRequest> requests,
   q_rows_used_ = 0;
   q_row_of_.assign(requests.size(), {});
 
-  last_passes_ = 0;
   for (int round = 1; !drafting.empty(); ++round) {
     std::vector<SequenceStep> steps;
     for (size_t i : drafting) steps.push_back({sequences_.at(requests[i].session), pending[i], 1});
     const float* logits = model_.forward(steps, cache_);
-    ++last_passes_;
 
     choose_tokens(requests, drafting, logits, round);
 

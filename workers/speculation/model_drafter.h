@@ -25,7 +25,6 @@ class ModelDrafter final : public Drafter {
   void commit(SessionKey session, int length) override;
   void release(SessionKey session) override;
   double last_seconds() const override { return last_seconds_; }
-  int last_passes() const { return last_passes_; }
 
   // Pipelined drafting on a thread of its own, for a draft whose device is
   // not the target's (a GPU of its own): begin_propose() returns at once.
@@ -57,7 +56,6 @@ class ModelDrafter final : public Drafter {
   RowsPool q_pool_;                    // what the proposals' q rows live in
   std::vector<int32_t> round_tokens_;  // (rows) the round's tokens
   double last_seconds_ = 0;
-  int last_passes_ = 0;
   bool apart_ = false;
   std::vector<DraftRequest> apart_requests_;  // what the thread drafts for
   std::vector<DraftProposal> apart_proposals_;

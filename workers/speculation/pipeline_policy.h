@@ -32,7 +32,8 @@
 // h: the mean hit rate; a and b the two groups. Whether to draft at all
 // (γ = 0, plain decoding) stays the γ policy's and the guard's decision.
 // Since A is only learned by drafting ahead, an automatic policy that keeps
-// choosing plain still drafts ahead once every kAheadProbeEvery steps.
+// choosing plain still drafts ahead once every tuning.ahead_probe_every
+// steps (PipelinedDrafting, pipelined_drafting.h, runs the steps).
 #pragma once
 
 #include <functional>
@@ -65,9 +66,6 @@ struct PipelineCosts {
   double ahead_factor = 1;   // f = (γ+1)/γ
   double ahead_draft = 0;    // A, measured; 0 until it has been
 };
-
-// Plain steps between two ahead steps that measure A again.
-inline constexpr int kAheadProbeEvery = 32;
 
 // Expected seconds per verified block per session of each shape.
 double plain_block_seconds(const PipelineCosts& c);

@@ -19,20 +19,20 @@ int SpeculationGuard::index(int batch) {
   return std::min(static_cast<int>(std::lround(std::log2(b))), kBuckets - 1);
 }
 
-bool SpeculationGuard::measured(const Bucket& b) {
-  return b.steps[0] >= kMinSteps && b.steps[1] >= kMinSteps;
+bool SpeculationGuard::measured(const Bucket& b) const {
+  return b.steps[0] >= min_steps_ && b.steps[1] >= min_steps_;
 }
 
 bool SpeculationGuard::allow_drafting(int batch) {
   Bucket& b = bucket(batch);
   ++b.decisions;
   if (measured(b)) {
-    const bool explore = b.decisions % kExplore == 0;
+    const bool explore = b.decisions % explore_every_ == 0;
     return (b.rate[1] >= b.rate[0]) != explore;
   }
   // Not judged yet: gather a few steps of each kind first (plain ones one
   // step in 8, since drafting is what the policy wants here).
-  if (b.steps[1] < kMinSteps) return true;
+  if (b.steps[1] < min_steps_) return true;
   return b.decisions % 8 != 0;
 }
 

@@ -5,9 +5,10 @@
 // decode steps that drafted and of steps that did not. Once drafting has
 // been measured slower than not drafting at this batch size, automatic
 // sessions stop drafting (their probes included) except on one step in
-// kExplore, which keeps the measurement honest; and while drafting wins,
-// one step in kExplore runs without drafts, to keep the other side honest.
-// A verdict needs kMinSteps steps of each kind (single steps are noisy).
+// tuning.guard_explore_every, which keeps the measurement honest; and while
+// drafting wins, one step in guard_explore_every runs without drafts, to
+// keep the other side honest. A verdict needs tuning.guard_min_steps steps
+// of each kind (single steps are noisy).
 // Rates are recent tokens over recent seconds (decaying sums).
 // What this catches that the model misses: per-step overheads, the draft
 // cache's catch-up after plain steps, and model error near break-even,
@@ -18,12 +19,14 @@
 #include <array>
 #include <cstddef>
 
+#include "workers/speculation/speculation_tuning.h"
+
 namespace tandem {
 
 class SpeculationGuard {
  public:
-  static constexpr int kExplore = 64;
-  static constexpr int kMinSteps = 8;
+  explicit SpeculationGuard(const SpeculationTuning& tuning = {})
+      : explore_every_(tuning.guard_explore_every), min_steps_(tuning.guard_min_steps) {}
 
   // Before a step at batch size B: may automatic sessions draft?
   bool allow_drafting(int batch);
@@ -44,10 +47,12 @@ class SpeculationGuard {
   };
   static constexpr int kBuckets = 16;
   static int index(int batch);
-  static bool measured(const Bucket& b);
+  bool measured(const Bucket& b) const;
   Bucket& bucket(int batch) { return buckets_[static_cast<size_t>(index(batch))]; }
   const Bucket& bucket(int batch) const { return buckets_[static_cast<size_t>(index(batch))]; }
 
+  int explore_every_;
+  int min_steps_;
   std::array<Bucket, kBuckets> buckets_{};
 };
 

@@ -1,22 +1,26 @@
-// SpeculativeEngine::Session: one request's state inside the engine, shared
-// by the engine's source files (speculative_engine.cpp: lifecycle and
-// scheduling; speculative_step.cpp: one step). Not part of the public API.
+// EngineSession: one request's state inside the engine, shared by its parts
+// (the step planner queues and admits it, the γ controller chooses its γ,
+// drafting fills its ready block, the engine commits its tokens). Not part
+// of the public API.
 #pragma once
 
 #include <cstdint>
 #include <optional>
 #include <vector>
 
-#include "workers/speculation/speculative_engine.h"
+#include "workers/kv_cache.h"
+#include "workers/speculation/drafter.h"
+#include "workers/speculation/engine_types.h"
 
 namespace tandem {
 
-struct SpeculativeEngine::Session {
+struct EngineSession {
   SessionKey key = 0;
   SpeculationRequest request;
   std::vector<int32_t> tokens;  // prompt + generated, kept across preemptions
   int prompt_length = 0;
   size_t drafter = 0;           // index into the engine's drafters
+  Drafter* draft = nullptr;     // that drafter
   SessionState state = SessionState::waiting;
   // Target KV while running (0 while waiting or finished): holds positions
   // [0, cache.length(seq)), at most tokens.size() - 1 once it has verified.
@@ -25,8 +29,11 @@ struct SpeculativeEngine::Session {
   // until then every committed token it feeds is prefill.
   bool verified_since_admission = false;
   SpeculationResult result;
-  int steps_at_zero_gamma = 0;  // verifying steps whose automatic γ was 0 since the last probe
-  int probe_interval = 0;       // steps at γ = 0 between probes (0: the first interval)
+  // Probing (GammaController): verifying steps whose automatic γ was 0
+  // since the last probe, and the steps at γ = 0 between probes (0: the
+  // first interval, tuning.probe_every).
+  int steps_at_zero_gamma = 0;
+  int probe_interval = 0;
   // A block drafted while the target was busy (ahead of a block that was
   // then accepted whole, or apart in a ping-pong step), verified next
   // without drafting. Valid while the committed text is `length` long.

@@ -40,9 +40,6 @@ class TargetStepRunner final : public TargetExecutor {
     if (q_rows_) q_rows_->deliver(std::move(message));
   }
 
-  // Mirrored sequences alive now (tests check that releases are replayed).
-  size_t mirrored_sequences() const { return mirror_.size(); }
-
  private:
   // Mirrored mode: applies releases and truncations, reserves room.
   void replay(const TargetStep& step);

@@ -1,4 +1,4 @@
-#include "coordinator/scheduler/scheduler.h"
+#include "coordinator/engine_loop/engine_loop.h"
 
 #include <algorithm>
 
@@ -31,7 +31,7 @@ std::string finish_reason_text(FinishReason reason) {
 }  // namespace
 
 // A job the engine is working on, with its text state.
-struct Scheduler::Active {
+struct EngineLoop::Active {
   CompletionJob job;
   StreamingDecoder decoder;
   api::StopMatcher stops;
@@ -42,20 +42,20 @@ struct Scheduler::Active {
       : job(std::move(j)), decoder(tokenizer, /*skip_special=*/true), stops(job.stop_strings) {}
 };
 
-Scheduler::Scheduler(SpeculativeEngine& engine, const PagedKvCache& target_cache,
+EngineLoop::EngineLoop(SpeculativeEngine& engine, const PagedKvCache& target_cache,
                      const PagedKvCache* draft_cache, Tokenizer tokenizer,
-                     ServerMetrics& metrics, SchedulerOptions options)
+                     ServerMetrics& metrics, EngineLoopOptions options)
     : engine_(engine), target_cache_(target_cache), draft_cache_(draft_cache),
       tokenizer_(std::move(tokenizer)), metrics_(metrics), options_(options) {}
 
-Scheduler::~Scheduler() { stop(); }
+EngineLoop::~EngineLoop() { stop(); }
 
-void Scheduler::start() {
+void EngineLoop::start() {
   update_gauges();  // /metrics shows the idle state before the first request
   thread_ = std::thread([this] { run(); });
 }
 
-void Scheduler::stop() {
+void EngineLoop::stop() {
   {
     std::lock_guard lock(mutex_);
     stopping_ = true;
@@ -64,7 +64,7 @@ void Scheduler::stop() {
   if (thread_.joinable()) thread_.join();
 }
 
-bool Scheduler::submit(CompletionJob& job) {
+bool EngineLoop::submit(CompletionJob& job) {
   {
     std::lock_guard lock(mutex_);
     // Waiting = submitted, not yet running: the inbox plus the engine's queue.
@@ -76,7 +76,7 @@ bool Scheduler::submit(CompletionJob& job) {
   return true;
 }
 
-void Scheduler::cancel_all(api::ApiError error) {
+void EngineLoop::cancel_all(api::ApiError error) {
   {
     std::lock_guard lock(mutex_);
     cancel_all_ = std::move(error);
@@ -84,7 +84,7 @@ void Scheduler::cancel_all(api::ApiError error) {
   wake_.notify_all();
 }
 
-void Scheduler::run() {
+void EngineLoop::run() {
   for (;;) {
     std::deque<CompletionJob> arrived;
     std::optional<api::ApiError> cancel_all;
@@ -132,7 +132,7 @@ void Scheduler::run() {
   }
 }
 
-void Scheduler::end_all(const std::string& finish_reason, const api::ApiError& error) {
+void EngineLoop::end_all(const std::string& finish_reason, const api::ApiError& error) {
   while (!active_.empty()) {
     auto it = active_.begin();
     const SpeculationResult taken = engine_.take(it->first);
@@ -140,7 +140,7 @@ void Scheduler::end_all(const std::string& finish_reason, const api::ApiError& e
   }
 }
 
-void Scheduler::admit(std::deque<CompletionJob>& jobs) {
+void EngineLoop::admit(std::deque<CompletionJob>& jobs) {
   for (CompletionJob& job : jobs) {
     try {
       const SessionKey key = engine_.add(job.request);
@@ -157,7 +157,7 @@ void Scheduler::admit(std::deque<CompletionJob>& jobs) {
   }
 }
 
-void Scheduler::sweep_cancelled_and_expired() {
+void EngineLoop::sweep_cancelled_and_expired() {
   const auto now = SteadyClock::now();
   for (auto it = active_.begin(); it != active_.end();) {
     Active& active = *it->second;
@@ -174,7 +174,7 @@ void Scheduler::sweep_cancelled_and_expired() {
   }
 }
 
-void Scheduler::publish_progress() {
+void EngineLoop::publish_progress() {
   const auto now = SteadyClock::now();
   for (auto it = active_.begin(); it != active_.end();) {
     Active& active = *it->second;
@@ -204,7 +204,7 @@ void Scheduler::publish_progress() {
   }
 }
 
-void Scheduler::end(SessionKey key, Active& active, const SpeculationStats& stats,
+void EngineLoop::end(SessionKey key, Active& active, const SpeculationStats& stats,
                     const std::string& finish_reason, std::optional<api::ApiError> error) {
   const auto now = SteadyClock::now();
   CompletionEnd end;
@@ -235,7 +235,7 @@ void Scheduler::end(SessionKey key, Active& active, const SpeculationStats& stat
   in_flight_.fetch_sub(1);
 }
 
-void Scheduler::record_step() {
+void EngineLoop::record_step() {
   const StepReport& step = engine_.last_step();
   for (const auto& session : step.sessions) {
     if (session.gamma > 0) metrics_.record_draft(session.accepted, session.gamma);
@@ -269,7 +269,7 @@ void Scheduler::record_step() {
   preemptions_seen_ = preemptions;
 }
 
-void Scheduler::update_gauges() {
+void EngineLoop::update_gauges() {
   engine_running_.store(engine_.running());
   metrics_.num_requests_running.set(static_cast<double>(engine_.running()));
   // Waiting: submitted and not yet running (the engine's queue and the inbox).

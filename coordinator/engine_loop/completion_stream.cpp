@@ -1,4 +1,4 @@
-#include "coordinator/scheduler/completion_stream.h"
+#include "coordinator/engine_loop/completion_stream.h"
 
 namespace tandem {
 

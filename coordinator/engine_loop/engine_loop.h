@@ -1,4 +1,9 @@
-// Scheduler: the engine thread between the HTTP server and the engine.
+// coordinator/engine_loop/: the thread that runs the engine for the server.
+// (The scheduling proper, admission, chunked prefill and preemption, is the
+// engine's: workers/speculation/step_planner.h.) completion_stream.h is what
+// this thread tells one HTTP request.
+//
+// EngineLoop: the engine thread between the HTTP server and the engine.
 //
 // HTTP threads submit() jobs and never wait for the engine; the engine thread
 // loops: take new jobs into the engine, end sessions whose client left or
@@ -22,7 +27,7 @@
 
 #include "common/tokenizer/tokenizer.h"
 #include "coordinator/metrics/server_metrics.h"
-#include "coordinator/scheduler/completion_stream.h"
+#include "coordinator/engine_loop/completion_stream.h"
 #include "workers/kv_cache.h"
 #include "workers/speculation/speculative_engine.h"
 
@@ -42,23 +47,23 @@ struct CompletionJob {
   std::shared_ptr<CompletionStream> stream;
 };
 
-struct SchedulerOptions {
+struct EngineLoopOptions {
   size_t max_queued = 256;  // jobs waiting for admission; more are refused (HTTP 429)
   // Called once, from the engine thread, when a step fails because another
   // rank of the job is lost (Error(unavailable)); its requests end with 503.
   std::function<void(const std::string& why)> on_lost;
 };
 
-class Scheduler {
+class EngineLoop {
  public:
-  // The engine and caches are driven only from the scheduler's thread from
+  // The engine and caches are driven only from the loop's thread from
   // start() on. draft_cache may be null (no draft model).
-  Scheduler(SpeculativeEngine& engine, const PagedKvCache& target_cache,
+  EngineLoop(SpeculativeEngine& engine, const PagedKvCache& target_cache,
             const PagedKvCache* draft_cache, Tokenizer tokenizer, ServerMetrics& metrics,
-            SchedulerOptions options);
-  ~Scheduler();
-  Scheduler(const Scheduler&) = delete;
-  Scheduler& operator=(const Scheduler&) = delete;
+            EngineLoopOptions options);
+  ~EngineLoop();
+  EngineLoop(const EngineLoop&) = delete;
+  EngineLoop& operator=(const EngineLoop&) = delete;
 
   void start();
   // Stops the thread; sessions still in flight end as cancelled.
@@ -89,7 +94,7 @@ class Scheduler {
   const PagedKvCache* draft_cache_;
   Tokenizer tokenizer_;
   ServerMetrics& metrics_;
-  SchedulerOptions options_;
+  EngineLoopOptions options_;
   bool lost_reported_ = false;  // engine thread only
 
   std::mutex mutex_;  // guards inbox_, stopping_, cancel_all_

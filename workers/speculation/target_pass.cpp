@@ -1,0 +1,113 @@
+#include "workers/speculation/target_pass.h"
+
+#include <vector>
+
+#include "common/error.h"
+#include "workers/speculation/speculative_session.h"
+
+namespace tandem {
+namespace {
+
+// Where the q rows of an entry's drafts are for the verifier.
+QSource q_source_of(const DraftProposal& proposal) {
+  if (proposal.q_at_draft_rank) return QSource::draft_rank;
+  return proposal.q.empty() ? QSource::one_hot : QSource::local;
+}
+
+}  // namespace
+
+void TargetPass::run(TargetStep& step, std::span<const DeviceRows> local_q,
+                     TargetResult& result) {
+  kv_.stamp(step);  // the sequences released and truncated since the last pass go with it
+  target_.run(step, local_q, result);
+}
+
+bool TargetPass::verify(StepPlan& plan, StepReport& report) {
+  TargetStep step;
+  std::vector<DeviceRows> local_q;  // per sequence: the drafter's rows, where it left them
+  bool fed = false;
+  for (StepPlan::Entry& e : plan.entries) {
+    if (e.dropped) continue;
+    EngineSession& s = *e.session;
+    e.start = kv_.cache().length(s.seq);
+    const auto from = s.tokens.begin() + e.start;
+    e.feed.assign(from, from + e.chunk.fed);
+    e.feed.insert(e.feed.end(), e.proposal.tokens.begin(), e.proposal.tokens.end());
+    TargetStep::Sequence sequence;
+    sequence.seq = s.seq;
+    sequence.start = e.start;
+    sequence.tokens = e.feed;
+    sequence.verify = e.chunk.verifies;
+    if (e.chunk.verifies) {
+      sequence.gamma = static_cast<int32_t>(e.proposal.tokens.size());
+      sequence.logit_count = sequence.gamma + 1;
+      sequence.sampling = s.request.sampling;
+      sequence.first_position = static_cast<int64_t>(s.tokens.size());
+      sequence.lenience = s.request.lenience;
+      sequence.session = s.key;
+      sequence.q_source = q_source_of(e.proposal);
+      sequence.q_step = e.proposal.q_step;
+      sequence.q_first_row = e.proposal.q_first_row;
+      e.first_row = plan.rows;
+      plan.rows += sequence.logit_count;
+    }
+    step.sequences.push_back(std::move(sequence));
+    local_q.push_back(std::move(e.proposal.q));
+    fed = true;
+    report.target_tokens += static_cast<int>(e.feed.size());
+  }
+  if (!fed) return false;
+  plan.start = Clock::now();
+  run(step, local_q, plan.result);
+  plan.target_seconds = seconds_since(plan.start);
+  report.forward_seconds = plan.result.forward_seconds;
+  report.communication_seconds = plan.result.communication_seconds;
+  return true;
+}
+
+void TargetPass::accept(StepPlan& plan) {
+  size_t outcome = 0;
+  for (StepPlan::Entry& e : plan.entries) {
+    if (e.dropped) continue;
+    EngineSession& s = *e.session;
+    // The engine's account of the cache (an in-process forward over this
+    // same cache has already recorded it; a remote one has not).
+    kv_.cache().set_length(s.seq, e.start + static_cast<int>(e.feed.size()));
+    if (e.first_row < 0) continue;
+    require(outcome < plan.result.outcomes.size(), ErrorKind::internal,
+            "the target pass returned fewer outcomes than blocks it verified");
+    const TargetResult::Outcome& out = plan.result.outcomes[outcome++];
+    e.outcome = {out.accepted, out.token};
+    s.result.stats.beta_sum += out.beta_sum;
+    s.result.stats.beta_count += out.beta_count;
+  }
+}
+
+double TargetPass::timed_pass(int tokens) {
+  PagedKvCache& cache = kv_.cache();
+  const int sequences = (tokens + context_ - 1) / context_;
+  TargetStep step;
+  bool fits = true;
+  for (int i = 0; i < sequences; ++i) {
+    const int count = tokens / sequences + (i < tokens % sequences ? 1 : 0);
+    TargetStep::Sequence sequence;
+    sequence.seq = cache.create_sequence();
+    fits = fits && cache.reserve(sequence.seq, count);
+    sequence.tokens.resize(static_cast<size_t>(count));
+    for (int j = 0; j < count; ++j)
+      sequence.tokens[static_cast<size_t>(j)] = (7 + 31 * (i + j)) % vocab_;
+    sequence.logit_count = count;
+    step.sequences.push_back(std::move(sequence));
+  }
+  double seconds = -1;
+  if (fits) {
+    TargetResult result;
+    const auto start = Clock::now();
+    run(step, {}, result);
+    seconds = seconds_since(start);
+  }
+  for (const auto& sequence : step.sequences) kv_.release(sequence.seq);
+  return seconds;
+}
+
+}  // namespace tandem
