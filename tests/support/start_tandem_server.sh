@@ -19,6 +19,10 @@ stop_tandem_server() {
 start_tandem_server() {
   local tandem=$1 log=$2
   local config=${TANDEM_CONFIG:-configs/local.yaml}
+  # Emptied here, not by the launch's redirection: that happens in the
+  # background child, and the loop below could read the last run's log
+  # (its "ready" and its port) before the child has opened the file.
+  : >"$log"
   if [ -n "${TANDEM_RANKS:-}" ]; then
     mpirun -np "$TANDEM_RANKS" "$tandem" serve --config "$config" --port 0 2>"$log" &
   else
