@@ -39,15 +39,15 @@ bool is_known_type(uint16_t type) {
   return false;
 }
 
-// The type each message struct is sent as.
-template <class M> constexpr MessageType kTypeOf = MessageType{};
-template <> constexpr MessageType kTypeOf<DraftStep> = MessageType::draft_step;
-template <> constexpr MessageType kTypeOf<DraftReply> = MessageType::draft_reply;
-template <> constexpr MessageType kTypeOf<QRows> = MessageType::q_rows;
-template <> constexpr MessageType kTypeOf<TargetStep> = MessageType::target_step;
-template <> constexpr MessageType kTypeOf<TargetResult> = MessageType::target_result;
-template <> constexpr MessageType kTypeOf<Shutdown> = MessageType::shutdown;
-template <> constexpr MessageType kTypeOf<WorkerReady> = MessageType::worker_ready;
+// The type each message struct is sent as (a struct without one here does
+// not compile as a message).
+constexpr MessageType type_of(const DraftStep&) { return MessageType::draft_step; }
+constexpr MessageType type_of(const DraftReply&) { return MessageType::draft_reply; }
+constexpr MessageType type_of(const QRows&) { return MessageType::q_rows; }
+constexpr MessageType type_of(const TargetStep&) { return MessageType::target_step; }
+constexpr MessageType type_of(const TargetResult&) { return MessageType::target_result; }
+constexpr MessageType type_of(const Shutdown&) { return MessageType::shutdown; }
+constexpr MessageType type_of(const WorkerReady&) { return MessageType::worker_ready; }
 
 // ---- header -----------------------------------------------------------------
 
@@ -191,7 +191,7 @@ void check_sendable(const M&) {}
 template <class M>
 Bytes encode_message(const M& message) {
   check_sendable(message);
-  ByteWriter writer = start(kTypeOf<M>);
+  ByteWriter writer = start(type_of(message));
   FieldWriter fields_out(writer);
   fields(fields_out, message);
   return finish(writer);
@@ -199,8 +199,8 @@ Bytes encode_message(const M& message) {
 
 template <class M>
 M decode_message(std::span<const std::byte> bytes) {
-  ByteReader reader = open(bytes, kTypeOf<M>);
   M message;
+  ByteReader reader = open(bytes, type_of(message));
   FieldReader fields_in(reader);
   fields(fields_in, message);
   check(reader, message);
