@@ -86,7 +86,8 @@ void assemble_engine(const DeploymentConfig& config, PeerChannel* cluster, Engin
   parts.ngram_drafter =
       std::make_unique<NgramDrafter>(config.speculation.ngram_min, config.speculation.ngram_max);
   if (remote_target)
-    parts.target_executor = std::make_unique<RemoteTarget>(*cluster, parts.target.config.vocab_size);
+    parts.target_executor =
+        std::make_unique<RemoteTarget>(*cluster, parts.target.config.vocab_size);
   else
     parts.target_executor = local_target(parts, cluster, remote_draft);
 }

@@ -56,9 +56,10 @@ int run_worker(const DeploymentConfig& config, PeerChannel& channel, Communicato
   sigaddset(&signals, SIGTERM);
   pthread_sigmask(SIG_BLOCK, &signals, nullptr);
   if (config.placement.threads > 0) omp_set_num_threads(config.placement.threads);
-  return serve_worker(channel, tp_group, [&config](const ClusterLayout& layout, Communicator* group) {
+  const WorkerLoader load = [&config](const ClusterLayout& layout, Communicator* group) {
     return load_worker_model(config, layout, group);
-  });
+  };
+  return serve_worker(channel, tp_group, load);
 }
 
 }  // namespace
