@@ -6,7 +6,7 @@
 // them once, a block of a pipelined proposal takes a slice of them, a
 // verification in the same process reads them in place (or copies them
 // device to device from another GPU), and a draft on its own rank sends
-// them device to device (cluster/q_rows_link.h). Copying a
+// them device to device (cluster/links/q_rows_link.h). Copying a
 // DeviceRows copies a reference: the storage lives while any copy does.
 //
 // RowsPool hands out storage for such rows and takes it back when the last

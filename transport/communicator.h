@@ -13,8 +13,8 @@
 // floats_on_device() below), finished (no device work still writing them)
 // and free (none still reading them): no call waits for other device work.
 // Point-to-point messages carry a tag so that a receiver takes the kind of
-// message it expects; messages with one tag between two ranks arrive in the
-// order sent.
+// message it expects (Tandem's own tags: transport/tags.h); messages with
+// one tag between two ranks arrive in the order sent.
 //
 // Not thread-safe: one thread per process talks through a communicator.
 #pragma once
@@ -29,13 +29,11 @@
 #include <vector>
 
 #include "common/error.h"
+#include "transport/tags.h"
 
 namespace tandem {
 
 using Bytes = std::vector<std::byte>;
-
-// The tag the default send_floats() uses for its byte messages.
-constexpr int kFloatsTag = 70;
 
 class Communicator {
  public:
@@ -64,11 +62,11 @@ class Communicator {
   // two ranks arrive in the order sent; finished and free, as for the
   // collectives. receive_floats() waits as long as it takes, so call it
   // only when the sender is known to be sending (a message said so). The
-  // defaults send them as a byte message with kFloatsTag; NCCL sends them
+  // defaults send them as a byte message with Tag::floats; NCCL sends them
   // GPU to GPU.
   virtual bool floats_on_device() const { return false; }
   virtual void send_floats(std::span<const float> data, int to) {
-    send(std::as_bytes(data), to, kFloatsTag);
+    send(std::as_bytes(data), to, tag_value(Tag::floats));
   }
   virtual void receive_floats(std::span<float> data, int from);
 
@@ -85,7 +83,7 @@ class Communicator {
 // Inline, like the rest of this interface: libraries that only talk
 // through a Communicator need not link the transport library.
 inline void Communicator::receive_floats(std::span<float> data, int from) {
-  std::optional<Bytes> bytes = receive(from, kFloatsTag, -1);
+  std::optional<Bytes> bytes = receive(from, tag_value(Tag::floats), -1);
   require(bytes.has_value(), ErrorKind::internal, [&] {
     return "receive_floats: no floats from rank " + std::to_string(from) +
            " (this communicator cannot wait for them)";

@@ -73,14 +73,18 @@ void ByteWriter::patch_u32(size_t offset, uint32_t value) {
 ByteReader::ByteReader(std::span<const std::byte> bytes, std::string_view message)
     : bytes_(bytes), message_(message) {}
 
+std::string ByteReader::named(const char* field) const {
+  return scope_ == nullptr ? std::string(field) : std::string(scope_) + "." + field;
+}
+
 void ByteReader::fail(const char* field, const std::string& what) const {
-  throw Error(ErrorKind::corrupt_data, message_ + ": " + field + ": " + what);
+  throw Error(ErrorKind::corrupt_data, message_ + ": " + named(field) + ": " + what);
 }
 
 void ByteReader::raw(void* out, size_t n, const char* field) {
   if (n > remaining()) {
     throw Error(ErrorKind::corrupt_data,
-                message_ + ": truncated reading " + field + " (" + std::to_string(n) +
+                message_ + ": truncated reading " + named(field) + " (" + std::to_string(n) +
                     " bytes wanted, " + std::to_string(remaining()) + " left)");
   }
   if (n > 0) std::memcpy(out, bytes_.data() + position_, n);

@@ -76,6 +76,15 @@ class ByteReader {
   // checked against the bytes left (so a vector of structs can reserve).
   uint32_t count(const char* field, size_t min_element_bytes);
 
+  // Fields read from now on are named "<scope>.<field>" in errors (the
+  // fields of a nested struct, of a vector's elements); nullptr names them
+  // as given. Returns the scope before. Only errors build the name.
+  const char* set_scope(const char* scope) {
+    const char* outer = scope_;
+    scope_ = scope;
+    return outer;
+  }
+
   size_t remaining() const { return bytes_.size() - position_; }
   // Throws unless every byte was read (trailing bytes mean a wrong layout).
   void expect_end();
@@ -84,6 +93,7 @@ class ByteReader {
 
  private:
   void raw(void* out, size_t n, const char* field);
+  std::string named(const char* field) const;
   // One little-endian value of T (the native layout: see the static_assert).
   template <typename T>
   T scalar(const char* field) {
@@ -97,6 +107,7 @@ class ByteReader {
   std::span<const std::byte> bytes_;
   size_t position_ = 0;
   std::string message_;
+  const char* scope_ = nullptr;
 };
 
 }  // namespace tandem::wire

@@ -29,7 +29,7 @@ namespace tandem::cli {
 namespace {
 
 using Clock = std::chrono::steady_clock;
-constexpr int kReleaseTag = 90;  // rank 0 → waiting ranks: the next layout may start
+constexpr int kReleaseTag = tag_value(Tag::bench_release);  // rank 0 → waiting ranks: the next layout may start
 
 struct Workload {
   const char* name;

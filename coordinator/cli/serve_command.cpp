@@ -7,7 +7,7 @@
 #include "coordinator/cli/args.h"
 #include "coordinator/cli/commands.h"
 #include "coordinator/config/deployment_config.h"
-#include "cluster/serve_in_role.h"
+#include "coordinator/deployment/serve_in_role.h"
 
 namespace tandem::cli {
 

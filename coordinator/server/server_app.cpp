@@ -13,18 +13,11 @@
 
 #include "common/error.h"
 #include "common/log_line.h"
-#include "cluster/peer_channel.h"
-#include "cluster/remote_drafter.h"
-#include "cluster/remote_target.h"
 #include "coordinator/http/http_server.h"
 #include "coordinator/metrics/server_metrics.h"
-#include "coordinator/models/load_model.h"
 #include "coordinator/engine_loop/engine_loop.h"
 #include "coordinator/server/api_service.h"
-#include "workers/speculation/model_drafter.h"
-#include "workers/speculation/ngram_drafter.h"
 #include "workers/speculation/speculative_engine.h"
-#include "workers/speculation/target_step_runner.h"
 
 namespace tandem {
 namespace {
@@ -74,27 +67,23 @@ ModelFacts model_facts(const ModelConfig& target, const Tokenizer& tokenizer) {
 }  // namespace
 
 // Declared in the order they are built; destroyed in reverse, so the HTTP
-// threads stop before the scheduler, and the scheduler before the engine.
-struct ServerApp::Parts {
+// threads stop before the scheduler, the scheduler before the engine, and
+// the engine before the parts it runs on (the base, destroyed last).
+struct ServerApp::Parts : EngineParts {
   ServerMetrics metrics;
   std::unique_ptr<ApiService> service;
   std::unique_ptr<http::HttpServer> http;
-  std::unique_ptr<Backend> backend;        // the target's (cpu when the target is remote)
-  std::unique_ptr<Backend> draft_backend;  // only when the draft has a GPU of its own
-  LoadedModel target;
-  std::optional<LoadedModel> draft;
-  std::unique_ptr<Drafter> model_drafter;  // ModelDrafter, or RemoteDrafter on its own rank
-  std::unique_ptr<NgramDrafter> ngram_drafter;
-  NoDrafter no_drafter;
-  std::unique_ptr<TargetExecutor> target_executor;  // here (TargetStepRunner) or RemoteTarget
   std::unique_ptr<SpeculativeEngine> engine;
   std::unique_ptr<EngineLoop> scheduler;
   mutable std::mutex lost_mutex;
   std::string lost;  // why another rank is lost; empty while all answer
 };
 
-ServerApp::ServerApp(DeploymentConfig config, std::ostream& log, PeerChannel* cluster)
-    : config_(std::move(config)), log_(log), cluster_(cluster), parts_(std::make_unique<Parts>()) {}
+ServerApp::ServerApp(DeploymentConfig config, std::ostream& log, std::unique_ptr<EngineHost> host)
+    : config_(std::move(config)),
+      log_(log),
+      host_(std::move(host)),
+      parts_(std::make_unique<Parts>()) {}
 
 ServerApp::~ServerApp() {
   if (parts_->http) parts_->http->stop();
@@ -128,8 +117,7 @@ void ServerApp::start() {
   log_line(log_, "listening on http://", config.server.host, ":", parts.http->port(),
            ", loading models");
 
-  load_models();
-  if (cluster_) wait_for_workers();
+  host_->load(parts, log_);
   std::vector<Drafter*> drafters;
   if (parts.model_drafter) drafters.push_back(parts.model_drafter.get());
   drafters.push_back(parts.ngram_drafter.get());
@@ -147,7 +135,7 @@ void ServerApp::start() {
   const Tokenizer& tokenizer = *parts.target.tokenizer;
   EngineLoopOptions scheduler_options;
   scheduler_options.max_queued = static_cast<size_t>(config.scheduler.max_queued_requests);
-  if (cluster_) {  // only another rank can be lost
+  if (host_->can_lose_ranks()) {
     scheduler_options.on_lost = [&parts](const std::string& why) {
       {
         std::lock_guard lock(parts.lost_mutex);
@@ -168,91 +156,6 @@ void ServerApp::start() {
            drafter_name(config.speculation.drafter), ")");
 }
 
-void ServerApp::load_models() {
-  Parts& parts = *parts_;
-  const DeploymentConfig& config = config_;
-  const PlacementConfig& placement = config.placement;
-  const bool remote_target = cluster_ && placement.target_is_remote();
-  const bool remote_draft = cluster_ && config.draft && placement.draft_is_remote();
-  // A remote target leaves the coordinator only KV bookkeeping: no device needed.
-  parts.backend = remote_target ? make_cpu_backend()
-                                : make_placement_backend(placement, placement.target_device(0));
-  ModelSpec target = model_spec(config.target, config.scheduler.kv_blocks,
-                                config.scheduler.block_size);
-  target.weights = !remote_target;  // the coordinator keeps only the KV bookkeeping
-  parts.target = load_model(target, *parts.backend);
-  require(parts.target.tokenizer.has_value(), ErrorKind::invalid_argument,
-          "models.target.tokenizer: the server needs a tokenizer; give a directory holding "
-          "tokenizer.json when the weights are dummy");
-  if (config.draft) {
-    ModelSpec draft = model_spec(*config.draft, config.scheduler.draft_kv_blocks,
-                                 config.scheduler.block_size);
-    draft.weights = !remote_draft;
-    Backend* draft_backend = parts.backend.get();
-    if (!remote_draft && placement.backend == BackendKind::cuda &&
-        (remote_target || placement.draft_device != placement.target_device(0))) {
-      parts.draft_backend = make_placement_backend(placement, placement.draft_device);
-      draft_backend = parts.draft_backend.get();
-    }
-    parts.draft = load_model(draft, *draft_backend);
-    require_same_vocabulary(parts.target.config, parts.draft->config);
-    if (remote_draft) {
-      parts.model_drafter = std::make_unique<RemoteDrafter>(*cluster_);
-      parts.draft.reset();  // its KV lives on the draft rank
-    } else {
-      auto drafter = std::make_unique<ModelDrafter>(*parts.draft->model, *parts.draft->cache);
-      // A draft on a GPU of its own drafts on its own thread while the
-      // target verifies; on the target's device the two would take turns.
-      drafter->run_apart(parts.draft_backend != nullptr);
-      parts.model_drafter = std::move(drafter);
-    }
-  }
-  parts.ngram_drafter =
-      std::make_unique<NgramDrafter>(config.speculation.ngram_min, config.speculation.ngram_max);
-  if (remote_target) {
-    parts.target_executor = std::make_unique<RemoteTarget>(*cluster_, parts.target.config.vocab_size);
-    return;
-  }
-  QRowsSource draft_rank_rows;  // a draft on its own rank sends its q rows here
-  QRowsLink* q_link = remote_draft ? cluster_->q_rows_link() : nullptr;
-  if (remote_draft) {
-    require(q_link != nullptr, ErrorKind::internal, "the coordinator has no q rows link");
-    q_link->receive_into(*parts.backend);
-    draft_rank_rows = [q_link, &channel = *cluster_] {
-      const PlacementConfig& where = channel.layout().placement;
-      std::optional<ArrivedQRows> rows = q_link->receive(where.step_timeout_seconds);
-      require(rows.has_value() || !q_link->ended(), ErrorKind::internal,
-              "the draft rank ended its q rows while a step still needed some");
-      if (!rows) channel.throw_lost(where.draft_rank, "send its q rows");
-      return std::move(*rows);
-    };
-  }
-  auto runner = std::make_unique<TargetStepRunner>(
-      *parts.target.model, *parts.target.cache, TargetStepRunner::CacheMode::shared,
-      std::move(draft_rank_rows));
-  if (remote_draft) {
-    static_cast<RemoteDrafter&>(*parts.model_drafter)
-        .take_q_rows([q_link, &runner = *runner] {
-          while (std::optional<ArrivedQRows> rows = q_link->receive(0))
-            runner.deliver_q_rows(std::move(*rows));
-        });
-  }
-  parts.target_executor = std::move(runner);
-}
-
-void ServerApp::wait_for_workers() {
-  const ClusterLayout& layout = cluster_->layout();
-  for (int rank = 0; rank < layout.world_size; ++rank) {
-    if (rank == layout.rank) continue;
-    // Loading takes as long as it takes; a rank that fails to load ends the job.
-    const wire::WorkerReady ready = wire::decode_worker_ready(
-        cluster_->wait_forever(rank, wire::tag_of(wire::MessageType::worker_ready)));
-    log_line(log_, layout.describe(rank), " ready in ", ready.load_seconds, " s: read ",
-             ready.bytes_read / 1e6, " MB of checkpoint, resident ", ready.resident_bytes / 1e6,
-             " MB");
-  }
-}
-
 void ServerApp::shutdown() {
   Parts& parts = *parts_;
   if (!parts.http) return;
@@ -260,7 +163,7 @@ void ServerApp::shutdown() {
   if (!parts.scheduler) {  // still loading
     parts.http->stop();
     parts.http.reset();
-    stop_workers();
+    host_->stop();
     return;
   }
   parts.http->stop_accepting();
@@ -281,31 +184,12 @@ void ServerApp::shutdown() {
   parts.http->stop();
   parts.scheduler->stop();
   parts.http.reset();
-  stop_workers();
-  // The draft rank may still be sending rows no step needed; it cannot
-  // take its Shutdown (and the job cannot end) until they are taken. A lost
-  // rank ends the job without waiting.
-  const PlacementConfig& placement = config_.placement;
-  const bool takes_draft_rank_rows =
-      cluster_ && config_.draft && placement.draft_is_remote() && !placement.target_is_remote();
-  if (takes_draft_rank_rows && lost().empty() &&
-      !cluster_->q_rows_link()->drop_until_end(placement.step_timeout_seconds))
-    log_line(log_, "the draft rank did not end its q rows within the step timeout");
+  host_->stop();
+  // A lost rank ends the job without waiting for what the others still send.
+  if (lost().empty()) host_->drain(log_);
 }
 
-void ServerApp::stop_workers() {
-  if (!cluster_) return;
-  // A drafter here with the target on other ranks: its q rows end first.
-  if (QRowsLink* link = cluster_->q_rows_link(); link != nullptr && link->sends()) link->send_end();
-  // Small messages go out eagerly: a rank that is lost does not block this.
-  wire::Shutdown message;
-  message.reason = "the coordinator is shutting down";
-  const Bytes bytes = wire::encode(message);
-  for (int rank = 0; rank < cluster_->layout().world_size; ++rank)
-    if (rank != cluster_->layout().rank) cluster_->send(bytes, rank, kCommandTag);
-}
-
-int run_until_signalled(DeploymentConfig config, PeerChannel* cluster) {
+int run_until_signalled(DeploymentConfig config, std::unique_ptr<EngineHost> host) {
   // Block the signals before any thread starts, so every thread inherits the
   // mask and only sigwait() below receives them. SIGUSR1 is the server's
   // own: another rank is lost.
@@ -316,7 +200,7 @@ int run_until_signalled(DeploymentConfig config, PeerChannel* cluster) {
   sigaddset(&signals, SIGUSR1);
   pthread_sigmask(SIG_BLOCK, &signals, nullptr);
 
-  ServerApp app(std::move(config), std::cerr, cluster);
+  ServerApp app(std::move(config), std::cerr, std::move(host));
   app.start();
   int received = 0;
   sigwait(&signals, &received);

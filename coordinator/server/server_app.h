@@ -1,6 +1,8 @@
-// ServerApp: one deployment, assembled and run.
+// ServerApp: one deployment, run.
 //
-// start() listens first (so /health answers at once), then loads the models,
+// start() listens first (so /health answers at once), then has its
+// EngineHost load the models (engine_host.h: local, or proxies for other
+// ranks of an MPI job, decided by coordinator/deployment/),
 // calibrates the speculation cost model and starts the engine thread; /ready
 // turns 200 when that is done. shutdown() is the graceful stop that SIGTERM
 // and SIGINT trigger: refuse new work, let in-flight completions finish for
@@ -12,17 +14,14 @@
 #include <string>
 
 #include "coordinator/config/deployment_config.h"
+#include "coordinator/server/engine_host.h"
 
 namespace tandem {
 
-class PeerChannel;
-
 class ServerApp {
  public:
-  // cluster: the coordinator's channel to the other ranks of an MPI job
-  // (null in a single process); the models placement puts on other ranks
-  // are used through it and told to stop at shutdown.
-  explicit ServerApp(DeploymentConfig config, std::ostream& log, PeerChannel* cluster = nullptr);
+  // host: where the models are loaded (coordinator/deployment/engine_hosts.h).
+  ServerApp(DeploymentConfig config, std::ostream& log, std::unique_ptr<EngineHost> host);
   ~ServerApp();
 
   void start();
@@ -33,12 +32,9 @@ class ServerApp {
 
  private:
   struct Parts;
-  void load_models();
-  void wait_for_workers();
-  void stop_workers();  // Shutdown to every other rank
   DeploymentConfig config_;
   std::ostream& log_;
-  PeerChannel* cluster_;
+  std::unique_ptr<EngineHost> host_;
   std::unique_ptr<Parts> parts_;
 };
 
@@ -47,6 +43,6 @@ class ServerApp {
 // in flight with 503, stops, and returns kLostRankExit (the caller ends the
 // job: the lost rank cannot be waited for).
 constexpr int kLostRankExit = 3;
-int run_until_signalled(DeploymentConfig config, PeerChannel* cluster = nullptr);
+int run_until_signalled(DeploymentConfig config, std::unique_ptr<EngineHost> host);
 
 }  // namespace tandem

@@ -9,7 +9,7 @@
 
 #include "common/error.h"
 #include "tests/cluster/sample_messages.h"
-#include "cluster/messages.h"
+#include "cluster/wire/messages.h"
 
 namespace tandem::wire {
 namespace {

@@ -3,7 +3,7 @@
 #include <gtest/gtest.h>
 
 #include "tests/cluster/sample_messages.h"
-#include "cluster/messages.h"
+#include "cluster/wire/messages.h"
 
 namespace tandem::wire {
 namespace {

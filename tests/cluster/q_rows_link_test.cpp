@@ -6,7 +6,7 @@
 // stream is seen, and a message whose rows do not add up is refused; rows
 // received from outside the verifier's queue of ops (NCCL's stream) wait
 // for the ops still queued on their buffer.
-#include "cluster/q_rows_link.h"
+#include "cluster/links/q_rows_link.h"
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>

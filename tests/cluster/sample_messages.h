@@ -1,5 +1,5 @@
 // One message of each type with every field set to a distinct, non-default
-// value, for the round-trip and corruption tests of transport/messages.
+// value, for the round-trip and corruption tests of cluster/wire/messages.
 #pragma once
 
 #include <cstddef>
@@ -8,7 +8,7 @@
 #include <string>
 #include <vector>
 
-#include "cluster/messages.h"
+#include "cluster/wire/messages.h"
 
 namespace tandem::test_support {
 

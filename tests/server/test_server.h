@@ -17,6 +17,7 @@
 #include <string>
 
 #include "coordinator/config/deployment_config.h"
+#include "coordinator/deployment/engine_hosts.h"
 #include "coordinator/server/server_app.h"
 #include "tests/server/http_client.h"
 #include "tests/server/mpi_job_server.h"
@@ -50,7 +51,9 @@ class TestServer {
     if (const int ranks = mpi_test_ranks(); ranks > 0) {
       job_ = std::make_unique<MpiJobServer>(deployment.yaml(), deployment.draft, ranks);
     } else {
-      app_ = std::make_unique<ServerApp>(parse_deployment(deployment.yaml(), "test.yaml"), log_);
+      DeploymentConfig config = parse_deployment(deployment.yaml(), "test.yaml");
+      std::unique_ptr<EngineHost> host = local_engine_host(config);
+      app_ = std::make_unique<ServerApp>(std::move(config), log_, std::move(host));
       app_->start();
     }
   }

@@ -4,7 +4,7 @@
 // distributed job sends to its tensor-parallel group) and gets back a
 // TargetResult: n, t and β for every block it asked to verify.
 // Implementations: TargetStepRunner (the model in this process, or one
-// shard of it on a worker rank) and RemoteTarget (coordinator/cluster: the
+// shard of it on a worker rank) and RemoteTarget (cluster/proxies/: the
 // step goes to the TP group over the Communicator). Either way the engine's
 // code path is the same.
 #pragma once

@@ -3,7 +3,7 @@
 // the wire. The engine hands a TargetStep to its TargetExecutor and gets a
 // TargetResult back; whether the pass runs in this process or on a
 // tensor-parallel group elsewhere is the executor's business (the cluster
-// wing encodes these structs for the wire: cluster/messages.h).
+// wing encodes these structs for the wire: cluster/wire/).
 #pragma once
 
 #include <cstdint>
@@ -17,7 +17,7 @@ namespace tandem {
 // sampled sessions. The rows themselves follow on the q link, the entries'
 // rows side by side in entry order, in runs of consecutive entries (one
 // transfer each: runs[i] entries' rows × vocab floats), the receiver
-// putting them side by side again (cluster/q_rows_link.h):
+// putting them side by side again (cluster/links/q_rows_link.h):
 // over NCCL they go from the draft GPU to the target GPU without touching
 // either host.
 // A QRows with no entries ends the stream: the draft rank sends one after

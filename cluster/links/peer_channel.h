@@ -1,9 +1,9 @@
 // PeerChannel: the coordinator's and workers' way to talk to each other
 // over the world Communicator, with the conventions of this job:
 // - everything the coordinator tells a worker (DraftStep, TargetStep,
-//   Shutdown) uses one command tag, so a worker waits in one place;
+//   Shutdown) uses Tag::command, so a worker waits in one place;
 // - replies use their message type's tag; target shards acknowledge each
-//   step on receipt (kAckTag), so that a silent rank can be named;
+//   step on receipt (Tag::ack), so that a silent rank can be named;
 // - the coordinator waits for a reply at most placement.step_timeout_seconds
 //   and then throws Error(unavailable) naming the rank (see await()).
 #pragma once
@@ -11,15 +11,12 @@
 #include <functional>
 #include <string>
 
-#include "cluster/cluster_layout.h"
-#include "cluster/q_rows_link.h"
+#include "cluster/layout/cluster_layout.h"
+#include "cluster/links/q_rows_link.h"
 #include "transport/communicator.h"
-#include "cluster/messages.h"
+#include "transport/tags.h"
 
 namespace tandem {
-
-constexpr int kCommandTag = 50;
-constexpr int kAckTag = 51;
 
 class PeerChannel {
  public:
@@ -28,18 +25,18 @@ class PeerChannel {
   Communicator& world() { return world_; }
   const ClusterLayout& layout() const { return layout_; }
 
-  void send(const Bytes& bytes, int to, int tag) { world_.send(bytes, to, tag); }
+  void send(const Bytes& bytes, int to, Tag tag) { world_.send(bytes, to, tag_value(tag)); }
   // The next message from `from` with `tag`, or Error(unavailable) reading
   // "rank N (role) did not <what> within T s" once the step timeout passes.
-  Bytes await(int from, int tag, const std::string& what);
+  Bytes await(int from, Tag tag, const std::string& what);
   // The same, calling while_waiting() every couple of milliseconds until
   // the message is there (to take other messages meanwhile).
-  Bytes await(int from, int tag, const std::string& what,
+  Bytes await(int from, Tag tag, const std::string& what,
               const std::function<void()>& while_waiting);
   // Error(unavailable): "rank N (role) did not <what> within T s ...".
   [[noreturn]] void throw_lost(int from, const std::string& what) const;
   // Waits as long as it takes (workers waiting for their next command).
-  Bytes wait_forever(int from, int tag);
+  Bytes wait_forever(int from, Tag tag);
   // The draft rank's q rows link, on the draft rank and the rank that
   // verifies (nullptr elsewhere, and in jobs without a draft rank).
   QRowsLink* q_rows_link() const { return q_rows_link_; }

@@ -21,7 +21,8 @@
 #include <unordered_map>
 #include <vector>
 
-#include "cluster/peer_channel.h"
+#include "cluster/links/peer_channel.h"
+#include "cluster/wire/messages.h"
 #include "workers/speculation/drafter.h"
 
 namespace tandem {

@@ -13,7 +13,8 @@
 #include <optional>
 #include <string>
 
-#include "cluster/peer_channel.h"
+#include "cluster/links/peer_channel.h"
+#include "cluster/wire/messages.h"
 #include "workers/speculation/target_executor.h"
 
 namespace tandem {

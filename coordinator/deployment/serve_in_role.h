@@ -8,6 +8,10 @@
 // until the coordinator's Shutdown. Returns the process's exit code; a
 // rank that fails, or a coordinator that lost a rank, ends the whole job
 // (MPI_Abort) with a message naming the rank, so nothing is left waiting.
+//
+// The composition root of a `tandem serve` process (README.md): the one
+// place that joins the server (coordinator/server/) to the cluster wing
+// (cluster/), which do not know each other.
 #pragma once
 
 #include "coordinator/config/deployment_config.h"

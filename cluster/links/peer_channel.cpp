@@ -1,4 +1,4 @@
-#include "cluster/peer_channel.h"
+#include "cluster/links/peer_channel.h"
 
 #include <chrono>
 #include <optional>
@@ -16,25 +16,27 @@ void PeerChannel::throw_lost(int from, const std::string& what) const {
   throw Error(ErrorKind::unavailable, message.str());
 }
 
-Bytes PeerChannel::await(int from, int tag, const std::string& what) {
-  std::optional<Bytes> bytes = world_.receive(from, tag, layout_.placement.step_timeout_seconds);
+Bytes PeerChannel::await(int from, Tag tag, const std::string& what) {
+  std::optional<Bytes> bytes =
+      world_.receive(from, tag_value(tag), layout_.placement.step_timeout_seconds);
   if (!bytes) throw_lost(from, what);
   return std::move(*bytes);
 }
 
-Bytes PeerChannel::await(int from, int tag, const std::string& what,
+Bytes PeerChannel::await(int from, Tag tag, const std::string& what,
                          const std::function<void()>& while_waiting) {
   const auto deadline = std::chrono::steady_clock::now() +
                         std::chrono::duration<double>(layout_.placement.step_timeout_seconds);
   for (;;) {
     while_waiting();
-    if (std::optional<Bytes> bytes = world_.receive(from, tag, 0.002)) return std::move(*bytes);
+    if (std::optional<Bytes> bytes = world_.receive(from, tag_value(tag), 0.002))
+      return std::move(*bytes);
     if (std::chrono::steady_clock::now() > deadline) throw_lost(from, what);
   }
 }
 
-Bytes PeerChannel::wait_forever(int from, int tag) {
-  std::optional<Bytes> bytes = world_.receive(from, tag, -1);
+Bytes PeerChannel::wait_forever(int from, Tag tag) {
+  std::optional<Bytes> bytes = world_.receive(from, tag_value(tag), -1);
   require(bytes.has_value(), ErrorKind::internal, "a receive without timeout returned nothing");
   return std::move(*bytes);
 }

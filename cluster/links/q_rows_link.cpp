@@ -1,4 +1,4 @@
-#include "cluster/q_rows_link.h"
+#include "cluster/links/q_rows_link.h"
 
 #include <unistd.h>
 
@@ -14,7 +14,7 @@
 namespace tandem {
 namespace {
 
-constexpr int kQRowsTag = static_cast<int>(wire::MessageType::q_rows);
+constexpr int kQRowsTag = tag_value(Tag::q_rows);
 
 // "machine:device" of this rank's GPU: two ranks with the same one cannot
 // share an NCCL communicator ("Duplicate GPU detected"). The machine is its
@@ -61,7 +61,7 @@ QRowsLink::QRowsLink(std::unique_ptr<Communicator> pair) : pair_(std::move(pair)
 
 std::unique_ptr<QRowsLink> QRowsLink::connect(Communicator& world, const ClusterLayout& layout,
                                               bool has_draft) {
-  const PlacementConfig& placement = layout.placement;
+  const RankPlacement& placement = layout.placement;
   const int verifier = placement.target_ranks.front();
   // Every rank agrees: no draft, or the draft in the verifier's process.
   if (!has_draft || placement.draft_rank == verifier) return nullptr;

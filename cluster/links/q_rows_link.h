@@ -26,10 +26,10 @@
 #include <optional>
 #include <span>
 
-#include "cluster/cluster_layout.h"
+#include "cluster/layout/cluster_layout.h"
+#include "cluster/wire/messages.h"
 #include "kernels/device_rows.h"
 #include "transport/communicator.h"
-#include "cluster/messages.h"
 #include "workers/speculation/q_rows_inbox.h"
 
 namespace tandem {

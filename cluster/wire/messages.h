@@ -14,7 +14,8 @@
 //   every worker → coordinator    WorkerReady   model loaded, what it cost
 //
 // Encoding: a header (magic "TNDM", format version, message type, payload
-// length) then the fields in declaration order, little-endian, vectors as a
+// length) then the fields in the order message_fields.h declares them (the
+// one list that both encode and decode walk), little-endian, vectors as a
 // u32 count then elements. decode_* checks everything it reads (header,
 // type, lengths, enum values, trailing bytes) and throws
 // Error(corrupt_data) naming the message and field: a truncated or
@@ -28,6 +29,7 @@
 
 #include "kernels/sampling_params.h"
 #include "transport/communicator.h"
+#include "transport/tags.h"
 #include "workers/speculation/target_step.h"
 
 namespace tandem::wire {
@@ -52,9 +54,11 @@ enum class MessageType : uint16_t {
 };
 const char* message_name(MessageType type);
 
-// Point-to-point tags: one per message type, so a rank waiting for one kind
-// never takes another.
-inline int tag_of(MessageType type) { return static_cast<int>(type); }
+// The tag of each message type (transport/tags.h), so a rank waiting for
+// one kind never takes another; as the int a Communicator takes. Commands
+// to a worker travel with Tag::command instead (cluster/links/peer_channel.h).
+Tag message_tag(MessageType type);
+inline int tag_of(MessageType type) { return tag_value(message_tag(type)); }
 
 struct DraftStep {
   uint64_t step = 0;

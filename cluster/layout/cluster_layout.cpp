@@ -1,10 +1,16 @@
-#include "cluster/cluster_layout.h"
+#include "cluster/layout/cluster_layout.h"
 
 #include <algorithm>
 
 #include "common/error.h"
 
 namespace tandem {
+
+int RankPlacement::world_size() const {
+  int highest = std::max(coordinator_rank, draft_rank);
+  for (int rank : target_ranks) highest = std::max(highest, rank);
+  return highest + 1;
+}
 
 std::string ClusterLayout::describe(int which) const {
   const std::vector<int>& targets = placement.target_ranks;
@@ -20,7 +26,7 @@ std::string ClusterLayout::describe(int which) const {
   return "rank " + std::to_string(which) + " (" + (roles.empty() ? "no role" : roles) + ")";
 }
 
-ClusterLayout make_cluster_layout(const PlacementConfig& placement, int rank, int world_size) {
+ClusterLayout make_cluster_layout(const RankPlacement& placement, int rank, int world_size) {
   require(world_size == placement.world_size(), ErrorKind::invalid_argument, [&] {
     return placement.source + ": names ranks 0.." + std::to_string(placement.world_size() - 1) +
            " (" + std::to_string(placement.world_size()) + " processes), but this job has " +

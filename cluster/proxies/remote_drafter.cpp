@@ -1,4 +1,4 @@
-#include "cluster/remote_drafter.h"
+#include "cluster/proxies/remote_drafter.h"
 
 #include <algorithm>
 #include <chrono>
@@ -37,16 +37,15 @@ void RemoteDrafter::begin_propose(std::span<const DraftRequest> requests) {
     step.entries.push_back(std::move(entry));
     in_flight_sampled_.push_back(!request.sampling.greedy());
   }
-  channel_.send(wire::encode(step), channel_.layout().placement.draft_rank, kCommandTag);
+  channel_.send(wire::encode(step), channel_.layout().placement.draft_rank, Tag::command);
 }
 
 void RemoteDrafter::finish_propose(std::vector<DraftProposal>& proposals) {
   const uint64_t step = steps_;
   const int rank = channel_.layout().placement.draft_rank;
-  const int reply_tag = wire::tag_of(wire::MessageType::draft_reply);
   const std::string what = "return draft step " + std::to_string(step);
-  const Bytes bytes = take_q_rows_ ? channel_.await(rank, reply_tag, what, take_q_rows_)
-                                   : channel_.await(rank, reply_tag, what);
+  const Bytes bytes = take_q_rows_ ? channel_.await(rank, Tag::draft_reply, what, take_q_rows_)
+                                   : channel_.await(rank, Tag::draft_reply, what);
   wire::DraftReply reply = wire::decode_draft_reply(bytes);
   require(reply.step == step && reply.tokens.size() == in_flight_sampled_.size(),
           ErrorKind::internal, [&] {

@@ -1,14 +1,11 @@
-#include "cluster/worker_loops.h"
+#include "cluster/ranks/draft_rank.h"
 
-#include <iostream>
 #include <map>
-#include <optional>
 #include <vector>
 
+#include "cluster/wire/messages.h"
 #include "common/error.h"
-#include "common/log_line.h"
 #include "workers/speculation/model_drafter.h"
-#include "workers/speculation/target_step_runner.h"
 
 namespace tandem {
 namespace {
@@ -43,7 +40,7 @@ int serve_draft_rank(PeerChannel& channel, LlamaModel& draft, PagedKvCache& cach
   ModelDrafter drafter(draft, cache);
   SessionTokens sessions;
   for (;;) {
-    const Bytes bytes = channel.wait_forever(coordinator, kCommandTag);
+    const Bytes bytes = channel.wait_forever(coordinator, Tag::command);
     if (wire::peek_type(bytes) == MessageType::shutdown) {
       q_link->send_end();  // no more rows (see wire::QRows)
       return wire::decode_shutdown(bytes).exit_code;
@@ -76,58 +73,8 @@ int serve_draft_rank(PeerChannel& channel, LlamaModel& draft, PagedKvCache& cach
     }
     // Tokens first: the coordinator needs them to build the TargetStep that
     // target rank 0 must receive before it takes the rows.
-    channel.send(wire::encode(reply), coordinator, wire::tag_of(MessageType::draft_reply));
+    channel.send(wire::encode(reply), coordinator, Tag::draft_reply);
     if (!q_rows.entries.empty()) q_link->send(q_rows, rows);
-  }
-}
-
-int serve_target_rank(PeerChannel& channel, LlamaModel& shard, PagedKvCache& cache) {
-  const ClusterLayout& layout = channel.layout();
-  const int coordinator = layout.placement.coordinator_rank;
-  // Target rank 0 of a job whose draft runs in another process holds the
-  // link its q rows come over (the other shards, and other jobs, hold none).
-  QRowsLink* q_link = channel.q_rows_link();
-  QRowsSource next_rows;
-  if (q_link != nullptr) {
-    q_link->receive_into(shard.backend());
-    next_rows = [q_link] {
-      std::optional<ArrivedQRows> rows = q_link->receive(-1);
-      require(rows.has_value(), ErrorKind::internal,
-              "the draft rank ended its q rows while a step still needed some");
-      return std::move(*rows);
-    };
-  }
-  TargetStepRunner runner(shard, cache, TargetStepRunner::CacheMode::mirrored,
-                          std::move(next_rows));
-  // Rows are taken as they come while this rank waits for its next step:
-  // with pipelined drafting the draft rank sends rows ahead of need (and
-  // some never needed), and its send waits until they are taken, which
-  // would stall the draft rank.
-  auto next_command = [&]() -> Bytes {
-    if (q_link == nullptr) return channel.wait_forever(coordinator, kCommandTag);
-    for (;;) {
-      while (std::optional<ArrivedQRows> rows = q_link->receive(0))
-        runner.deliver_q_rows(std::move(*rows));
-      if (std::optional<Bytes> command = channel.world().receive(coordinator, kCommandTag, 0.02))
-        return std::move(*command);
-    }
-  };
-  for (;;) {
-    const Bytes bytes = next_command();
-    if (wire::peek_type(bytes) == MessageType::shutdown) {
-      if (q_link != nullptr &&
-          !q_link->drop_until_end(layout.placement.step_timeout_seconds))
-        log_line(std::cerr, layout.describe_self(), ": the draft rank did not end its q rows");
-      return wire::decode_shutdown(bytes).exit_code;
-    }
-    wire::TargetStep step = wire::decode_target_step(bytes);
-    wire::TargetResult ack;
-    ack.step = step.step;
-    channel.send(wire::encode(ack), coordinator, kAckTag);
-    wire::TargetResult result;
-    runner.run(step, result);
-    if (layout.tp_rank == 0)
-      channel.send(wire::encode(result), coordinator, wire::tag_of(MessageType::target_result));
   }
 }
 

@@ -1,4 +1,4 @@
-#include "cluster/remote_target.h"
+#include "cluster/proxies/remote_target.h"
 
 #include "common/error.h"
 
@@ -10,14 +10,14 @@ void RemoteTarget::run(wire::TargetStep& step, std::span<const DeviceRows> local
   const std::vector<int>& ranks = channel_.layout().placement.target_ranks;
   send_q_rows(step, local_q);
   const Bytes bytes = wire::encode(step);
-  for (int rank : ranks) channel_.send(bytes, rank, kCommandTag);
+  for (int rank : ranks) channel_.send(bytes, rank, Tag::command);
   const std::string name = "target step " + std::to_string(step.step);
   try {
     // Acknowledgements first, in TP order: a rank that never received the
     // step is the one to blame, not rank 0 waiting for it in an all-reduce.
-    for (int rank : ranks) channel_.await(rank, kAckTag, "acknowledge " + name);
+    for (int rank : ranks) channel_.await(rank, Tag::ack, "acknowledge " + name);
     result = wire::decode_target_result(
-        channel_.await(ranks.front(), wire::tag_of(wire::MessageType::target_result),
+        channel_.await(ranks.front(), Tag::target_result,
                        "return the result of " + name));
   } catch (const Error& error) {
     if (error.kind() == ErrorKind::unavailable) lost_ = error.what();

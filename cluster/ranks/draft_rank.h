@@ -1,0 +1,18 @@
+// The draft rank's serving loop: it waits for the coordinator's next
+// command and runs it until Shutdown, then returns the exit code the
+// Shutdown asked for.
+//
+// DraftStep → catch the sessions' tokens up, propose γ each, DraftReply
+// (tokens) to the coordinator, then the sampled sessions' q rows to target
+// rank 0 over the q rows link.
+#pragma once
+
+#include "cluster/links/peer_channel.h"
+#include "workers/kv_cache.h"
+#include "workers/llama_model.h"
+
+namespace tandem {
+
+int serve_draft_rank(PeerChannel& channel, LlamaModel& draft, PagedKvCache& cache);
+
+}  // namespace tandem
