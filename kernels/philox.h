@@ -1,6 +1,6 @@
 // Philox4x32-10 and the uniforms every backend draws from it.
 //
-// Randomness in Tandem is counter-based (DESIGN.md, "Rules every part keeps"):
+// Randomness in Tandem is counter-based (docs/design.md, "Rules every part keeps"):
 // each uniform is a pure function of (session seed, absolute position,
 // purpose), never the state of a generator. A seeded request therefore replays
 // exactly whatever batch it shared, the TP degree, the backend, or how often

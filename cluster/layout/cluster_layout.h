@@ -1,5 +1,5 @@
 // ClusterLayout: which role this rank of an MPI job plays, from the job's
-// placement (DESIGN.md, "Roles"). Every rank reads the same config and
+// placement (docs/design.md, "Roles"). Every rank reads the same config and
 // computes the same layout, so no rank has to be told who is who.
 //
 // RankPlacement is the cluster wing's own copy of what it needs from the

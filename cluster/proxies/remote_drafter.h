@@ -7,7 +7,7 @@
 // verification includes that block's drafts; whatever of them verification
 // rejected is taken back by the next request's shorter common prefix.) It
 // gets back the drafted tokens; the q rows of sampled sessions go from the
-// draft rank straight to target rank 0 (DESIGN.md, "One step"), so
+// draft rank straight to target rank 0 (docs/design.md, "One step"), so
 // proposals carry q_at_draft_rank and the draft step instead of rows.
 // Sessions that ended are released on the draft rank with the next
 // DraftStep.

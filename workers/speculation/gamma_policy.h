@@ -1,5 +1,5 @@
 // Choosing γ, the number of draft tokens per target step (paper §3.5,
-// extended for batched serving as DESIGN.md §goals 2 asks).
+// extended for batched serving as docs/design.md, "Goals" 2, asks).
 //
 // Theorem 3.8: with acceptance rate α and cost ratio c (one draft pass over
 // one target pass), drafting γ tokens speeds decoding up by

@@ -1,6 +1,6 @@
 // SpeculationTuning: the constants behind choosing γ and pipelining, with
 // today's values as defaults. A deployment sets them under `speculation:`
-// (docs/configuration.md names each key); the engine's γ controller and its
+// (configs/README.md names each key); the engine's γ controller and its
 // pipelined drafting read them from here and nowhere else.
 #pragma once
 

@@ -6,7 +6,7 @@
 // seconds). T(n) interpolates linearly in n between neighbouring bucket
 // points and extrapolates linearly from the last two above the largest one
 // (below the smallest, T is that bucket's time). The batched speculation
-// cost (DESIGN.md §goals 2) is
+// cost (docs/design.md, "Goals" 2) is
 //   v(B, k) = T(B·k) / T(B):
 // a pass carrying k tokens for each of B sessions relative to one token
 // each. Until calibrated (SpeculativeEngine::calibrate times passes of 1, 2,
