@@ -1,6 +1,7 @@
 // Reading a deployment: the schema (which keys each section takes, their
 // defaults and ranges) and the checks that span keys. The strict reading of
-// single values is ConfigSection's job (config_section.h).
+// single values is ConfigSection's job (config_section.h); the speculation:
+// section, the largest, has a file of its own (speculation_section.cpp).
 #include "coordinator/config/deployment_config.h"
 
 #include <yaml-cpp/yaml.h>
