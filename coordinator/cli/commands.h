@@ -1,25 +1,19 @@
-// The `tandem` subcommands. Each takes the words after its name and returns
-// the process exit code; errors are thrown as tandem::Error and reported by
-// main() in one place.
+// The `tandem` commands: serve, generate, tokenize. Each define_* registers
+// a command's flags on its CLI11 subcommand and returns what runs once they
+// are parsed; errors are thrown as tandem::Error and reported by
+// CommandLine in one place. Benchmarks are `tandem-bench` (tools/bench/),
+// the load generator `tandem-loadtest` (tools/loadtest/).
 #pragma once
 
-#include <string>
-#include <vector>
+#include "coordinator/cli/command_line.h"
 
 namespace tandem::cli {
 
-using Words = std::vector<std::string>;
+Run define_serve(CLI::App& command);     // serve_command.cpp
+Run define_generate(CLI::App& command);  // generate_command.cpp
+Run define_tokenize(CLI::App& command);  // tokenize_command.cpp
 
-int generate_command(const Words& args);  // generate_command.cpp
-int tokenize_command(const Words& args);  // tokenize_command.cpp
-int bench_command(const Words& args);     // bench_command.cpp
-int bench_matmul(const Words& args);       // bench_matmul.cpp (a suite of bench)
-int bench_speculative(const Words& args);  // bench_speculative.cpp (a suite of bench)
-int bench_steps(const Words& args);        // bench_steps.cpp (a suite of bench)
-int bench_batching(const Words& args);     // bench_batching.cpp (a suite of bench)
-int bench_pipeline(const Words& args);     // bench_pipeline.cpp (a suite of bench)
-int bench_tensor_parallel(const Words& args);  // bench_tensor_parallel.cpp (under mpirun)
-int serve_command(const Words& args);     // serve_command.cpp
-int loadtest_command(const Words& args);  // loadtest_command.cpp
+// The whole `tandem` command line, every command registered (commands.cpp).
+CommandLine tandem_command_line();
 
 }  // namespace tandem::cli

@@ -12,7 +12,7 @@
 
 #include "common/error.h"
 #include "coordinator/cli/commands.h"
-#include "coordinator/cli/model_options.h"
+#include "coordinator/models/model_flags.h"
 #include "workers/plain_decoder.h"
 #include "workers/speculation/model_drafter.h"
 #include "workers/speculation/ngram_drafter.h"
@@ -21,12 +21,26 @@
 namespace tandem::cli {
 namespace {
 
-GammaPolicy parse_gamma(const Args& args) {
+struct GenerateFlags {
+  ModelFlags model;
+  std::string prompt;
+  int max_tokens = 64;
+  double temperature = 0;
+  int top_k = 0;
+  double top_p = 1;
+  std::int64_t seed = 0;
+  std::string gamma = "4";
+  int max_gamma = 8;
+  double lenience = 1;
+  bool stats = false, no_special = false, ngram = false;
+};
+
+GammaPolicy parse_gamma(const GenerateFlags& flags) {
   GammaPolicy policy;
-  const std::string text = args.get("gamma", "4");
+  const std::string& text = flags.gamma;
   if (text == "auto") {
     policy.automatic = true;
-    policy.gamma = static_cast<int>(args.get_int("max-gamma", 8));
+    policy.gamma = flags.max_gamma;
   } else {
     char* end = nullptr;
     policy.gamma = static_cast<int>(std::strtol(text.c_str(), &end, 10));
@@ -93,46 +107,65 @@ int run_speculative(OpenModel& open, Drafter& drafter, SpeculationRequest reques
   return 0;
 }
 
-}  // namespace
-
-int generate_command(const Words& words) {
-  auto options = model_option_names();
-  options.insert({"prompt", "max-tokens", "temperature", "top-k", "top-p", "seed", "gamma",
-                  "max-gamma", "lenience"});
-  const Args args(words, options, {"stats", "no-special", "ngram"});
-  require(args.has("model"), ErrorKind::invalid_argument,
+int generate(const GenerateFlags& flags) {
+  require(!flags.model.model.empty(), ErrorKind::invalid_argument,
           "generate needs --model DIR (a checkpoint with tokenizer.json)");
-  require(!(args.has("ngram") && (args.has("draft") || args.has("dummy-draft"))),
+  require(!(flags.ngram && (!flags.model.draft.empty() || !flags.model.dummy_draft.empty())),
           ErrorKind::invalid_argument, "give at most one drafter: --draft DIR or --ngram");
-  OpenModel open = open_model(args);
+  OpenModel open = open_model(flags.model);
   const Tokenizer& tokenizer = *open.target.tokenizer;
 
   SamplingParams sampling;
-  sampling.temperature = static_cast<float>(args.get_double("temperature", 0.0));
-  sampling.top_k = static_cast<int>(args.get_int("top-k", 0));
-  sampling.top_p = static_cast<float>(args.get_double("top-p", 1.0));
-  sampling.seed = static_cast<uint64_t>(args.get_int("seed", 0));
+  sampling.temperature = static_cast<float>(flags.temperature);
+  sampling.top_k = flags.top_k;
+  sampling.top_p = static_cast<float>(flags.top_p);
+  sampling.seed = static_cast<uint64_t>(flags.seed);
   require(sampling.temperature >= 0, ErrorKind::invalid_argument,
           "--temperature must be >= 0 (0 = greedy)");
   std::vector<int32_t> stop_ids = open.target.model->config().eos_token_ids;
   if (auto eos = tokenizer.eos_id(); eos && stop_ids.empty()) stop_ids = {*eos};
-  const std::vector<int32_t> prompt = tokenizer.encode(args.require("prompt"), !args.has("no-special"));
-  const int max_tokens = static_cast<int>(args.get_int("max-tokens", 64));
+  const std::vector<int32_t> prompt = tokenizer.encode(flags.prompt, !flags.no_special);
+  const int max_tokens = flags.max_tokens;
   StreamingDecoder text(tokenizer, /*skip_special=*/true);
 
   std::unique_ptr<Drafter> drafter;
   if (open.draft) drafter = std::make_unique<ModelDrafter>(*open.draft->model, *open.draft->cache);
-  if (args.has("ngram")) drafter = std::make_unique<NgramDrafter>();
-  if (!drafter) return run_plain(open, {prompt, max_tokens, sampling, stop_ids}, text, args.has("stats"));
+  if (flags.ngram) drafter = std::make_unique<NgramDrafter>();
+  if (!drafter) return run_plain(open, {prompt, max_tokens, sampling, stop_ids}, text, flags.stats);
 
   SpeculationRequest request;
   request.prompt = prompt;
   request.max_new_tokens = max_tokens;
   request.sampling = sampling;
   request.stop_ids = stop_ids;
-  request.gamma = parse_gamma(args);
-  request.lenience = static_cast<float>(args.get_double("lenience", 1.0));
-  return run_speculative(open, *drafter, std::move(request), text, args.has("stats"));
+  request.gamma = parse_gamma(flags);
+  request.lenience = static_cast<float>(flags.lenience);
+  return run_speculative(open, *drafter, std::move(request), text, flags.stats);
+}
+
+}  // namespace
+
+Run define_generate(CLI::App& command) {
+  auto flags = std::make_shared<GenerateFlags>();
+  add_model_flags(command, flags->model);
+  add_value(command, "--prompt", flags->prompt, "the text to continue")->required();
+  add_value(command, "--max-tokens", flags->max_tokens, "new tokens at most");
+  add_value(command, "--temperature", flags->temperature, "0 = greedy");
+  add_value(command, "--top-k", flags->top_k, "keep the k most likely tokens; 0 = off");
+  add_value(command, "--top-p", flags->top_p, "nucleus mass kept; 1 = off");
+  add_value(command, "--seed", flags->seed, "seed of the sampling draws");
+  add_value(command, "--gamma", flags->gamma,
+            "tokens drafted per step (>= 0), or auto (chosen from measured alpha and costs)")
+      ->type_name("N|auto");
+  add_value(command, "--max-gamma", flags->max_gamma, "the largest gamma auto may choose");
+  add_value(command, "--lenience", flags->lenience,
+            "1 = lossless; < 1 accepts more drafted tokens, no longer exactly the target's "
+            "distribution");
+  add_switch(command, "--stats", flags->stats, "print what decoding did to stderr");
+  add_switch(command, "--no-special", flags->no_special,
+                   "add no BOS/EOS from the tokenizer's template to the prompt");
+  add_switch(command, "--ngram", flags->ngram, "draft by prompt lookup (n-grams of the text so far)");
+  return [flags] { return generate(*flags); };
 }
 
 }  // namespace tandem::cli

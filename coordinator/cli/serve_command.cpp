@@ -1,33 +1,61 @@
 // `tandem serve [--config FILE] [--host H] [--port N]`: run a YAML deployment
-// until SIGTERM or SIGINT. `--check-config FILE` only validates the file (no
-// models are loaded) and prints what it would run.
+// until SIGTERM or SIGINT. `--check-config FILE` only checks it (no models
+// are loaded, nothing is bound) and prints what it would run. Both run the
+// same checks: the file's own (load_deployment), then what this machine
+// must provide (check_deployment_can_serve), overrides included.
 #include <iostream>
+#include <memory>
+#include <optional>
 
-#include "common/error.h"
-#include "coordinator/cli/args.h"
 #include "coordinator/cli/commands.h"
 #include "coordinator/config/deployment_config.h"
+#include "coordinator/config/serve_checks.h"
 #include "coordinator/deployment/serve_in_role.h"
 
 namespace tandem::cli {
+namespace {
 
-int serve_command(const Words& words) {
-  const Args args(words, {"config", "check-config", "host", "port"}, {});
-  if (args.has("check-config")) {
-    const std::string path = args.get("check-config");
-    const DeploymentConfig config = load_deployment(path);
-    std::cout << path << ": OK\n" << describe(config);
-    return 0;
-  }
-  DeploymentConfig config = load_deployment(args.get("config", "configs/local.yaml"));
+struct ServeFlags {
+  std::string config = "configs/local.yaml";
+  std::string check_config;
+  std::optional<std::string> host;
+  std::optional<std::int64_t> port;
+};
+
+DeploymentConfig deployment_with_overrides(const std::string& path, const ServeFlags& flags) {
+  DeploymentConfig config = load_deployment(path);
   // Overrides for scripts and tests (port 0: any free port, printed at start).
-  if (args.has("host")) config.server.host = args.get("host");
-  if (args.has("port")) {
-    const int64_t port = args.get_int("port", 0);
-    require(port >= 0 && port <= 65535, ErrorKind::invalid_argument, "--port must be in [0, 65535]");
-    config.server.port = static_cast<int>(port);
-  }
-  return serve_in_role(std::move(config));
+  if (flags.host) override_host(config, *flags.host);
+  if (flags.port) override_port(config, *flags.port);
+  check_deployment_can_serve(config);
+  return config;
+}
+
+}  // namespace
+
+Run define_serve(CLI::App& command) {
+  auto flags = std::make_shared<ServeFlags>();
+  CLI::Option* config_flag =
+      add_value(command, "--config", flags->config, "the deployment to serve")->type_name("FILE");
+  add_value(command, "--check-config", flags->check_config,
+            "check this deployment (and --host/--port) as serve would, print what it would "
+            "run, and exit; loads no model")
+      ->type_name("FILE")
+      ->excludes(config_flag);
+  add_value(command, "--host", flags->host,
+            "listen on this IP address instead of server.host")
+      ->type_name("IP");
+  add_value(command, "--port", flags->port,
+            "listen on this port instead of server.port (0: any free port, printed at start)")
+      ->type_name("N");
+  return [flags] {
+    if (!flags->check_config.empty()) {
+      const DeploymentConfig config = deployment_with_overrides(flags->check_config, *flags);
+      std::cout << flags->check_config << ": OK\n" << describe(config);
+      return 0;
+    }
+    return serve_in_role(deployment_with_overrides(flags->config, *flags));
+  };
 }
 
 }  // namespace tandem::cli

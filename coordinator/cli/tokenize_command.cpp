@@ -10,21 +10,24 @@
 #include <cstdint>
 #include <cstdio>
 #include <limits>
+#include <memory>
 #include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
 
 #include "common/error.h"
 #include "common/tokenizer/tokenizer.h"
-#include "coordinator/cli/args.h"
 #include "coordinator/cli/commands.h"
 
 namespace tandem::cli {
 namespace {
 
-constexpr const char* kUsage =
-    "usage: tandem tokenize --model DIR --text TEXT [--no-special]\n"
-    "       tandem tokenize --model DIR --decode --text '[ID,ID,...]' [--no-special]\n";
+struct TokenizeFlags {
+  std::string model;
+  std::string text;
+  bool decode = false;
+  bool no_special = false;
+};
 
 // --text for --decode: a JSON array of token ids.
 std::vector<int32_t> parse_ids(const std::string& text) {
@@ -47,33 +50,36 @@ std::vector<int32_t> parse_ids(const std::string& text) {
   return ids;
 }
 
-}  // namespace
-
-int tokenize_command(const Words& words) {
-  const Args args(words, {"model", "text"}, {"decode", "no-special", "help"});
-  if (args.has("help")) {
-    std::fputs(kUsage, stdout);
-    return 0;
-  }
-  require(
-      args.positional().empty(), ErrorKind::invalid_argument,
-      "tokenize takes no positional arguments; pass the text with --text\n" + std::string(kUsage));
-  require(args.has("model"), ErrorKind::invalid_argument,
-          "tokenize needs --model DIR (a directory with tokenizer.json)\n" + std::string(kUsage));
-  require(args.has("text"), ErrorKind::invalid_argument,
-          "tokenize needs --text\n" + std::string(kUsage));
-  const Tokenizer tokenizer = Tokenizer::load(args.get("model"));
-  const bool special = !args.has("no-special");
+int tokenize(const TokenizeFlags& flags) {
+  const Tokenizer tokenizer = Tokenizer::load(flags.model);
+  const bool special = !flags.no_special;
 
   std::string out;
-  if (args.has("decode")) {
-    out = tokenizer.decode(parse_ids(args.get("text")), /*skip_special=*/!special);
+  if (flags.decode) {
+    out = tokenizer.decode(parse_ids(flags.text), /*skip_special=*/!special);
   } else {
-    out = nlohmann::json(tokenizer.encode(args.get("text"), special)).dump();
+    out = nlohmann::json(tokenizer.encode(flags.text, special)).dump();
   }
   out += '\n';
   std::fwrite(out.data(), 1, out.size(), stdout);
   return 0;
+}
+
+}  // namespace
+
+Run define_tokenize(CLI::App& command) {
+  auto flags = std::make_shared<TokenizeFlags>();
+  add_value(command, "--model", flags->model, "a directory with tokenizer.json")
+      ->type_name("DIR")
+      ->required();
+  add_value(command, "--text", flags->text,
+            "the text to encode; with --decode a JSON array of ids, e.g. '[9906,1917]'")
+      ->required();
+  add_switch(command, "--decode", flags->decode, "ids to text instead of text to ids");
+  add_switch(command, "--no-special", flags->no_special,
+             "encoding: add no BOS/EOS from the tokenizer's template; decoding: drop special "
+             "tokens from the text");
+  return [flags] { return tokenize(*flags); };
 }
 
 }  // namespace tandem::cli

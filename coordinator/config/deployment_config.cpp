@@ -1,6 +1,7 @@
 // Reading a deployment: the schema (which keys each section takes, their
 // defaults and ranges) and the checks that span keys. The strict reading of
-// single values is ConfigSection's job (config_section.h).
+// single values is ConfigSection's job (config_section.h); the speculation:
+// section, the largest, has a file of its own (speculation_section.cpp).
 #include "coordinator/config/deployment_config.h"
 
 #include <yaml-cpp/yaml.h>
@@ -13,7 +14,9 @@
 #include <sstream>
 
 #include "common/error.h"
+#include "coordinator/config/compute_choice.h"
 #include "coordinator/config/config_section.h"
+#include "coordinator/config/speculation_section.h"
 
 namespace tandem {
 namespace {
@@ -38,9 +41,6 @@ const Keys kPlacementKeys = {"backend",          "weight_dtype",   "cuda_graphs"
                              "batch_invariant",  "threads",        "coordinator_rank",
                              "draft_rank",       "draft_device",   "target_ranks",
                              "target_devices",   "step_timeout_seconds"};
-const Keys kSpeculationKeys = {"drafter",   "gamma",     "max_gamma", "prior_alpha",
-                               "ngram_min", "ngram_max", "lenience",
-                               "pipeline",  "ahead_min_hit_rate"};
 const Keys kSchedulerKeys = {"max_running_sessions", "max_queued_requests",
                              "step_token_budget",    "kv_blocks",
                              "block_size",           "draft_kv_blocks"};
@@ -48,8 +48,6 @@ const Keys kSamplingKeys = {"temperature", "top_p", "top_k", "max_tokens"};
 const Keys kLimitsKeys = {"max_tokens", "max_prompt_tokens", "max_stop_sequences"};
 
 constexpr std::int64_t kIntMax = INT_MAX;
-constexpr int kMaxGamma = 64;
-constexpr int kMaxNgram = 32;
 
 // [A-Za-z_][A-Za-z0-9_]*: what a POSIX shell accepts as a variable name.
 bool is_env_var_name(const std::string& name) {
@@ -133,29 +131,18 @@ namespace {
 PlacementConfig read_placement(const ConfigSection& section, bool has_draft) {
   section.allow_only(kPlacementKeys);
   PlacementConfig placement;
-  const std::string backend = section.text("backend", "cpu");
-  if (backend == "cuda") {
-    placement.backend = BackendKind::cuda;
-    if (!cuda_backend_built()) {
-      section.fail("backend", "is cuda, but this build of tandem has no CUDA backend (nvcc was "
-                              "not found when it was built); see docs/gpu.md");
-    }
-  } else if (backend != "cpu") {
-    section.fail("backend", "must be cpu or cuda, got \"" + backend + "\"");
+  // The rules themselves are choose_compute's, shared with the CLI's flags.
+  const std::optional<std::string> dtype =
+      section.has("weight_dtype") ? std::optional(section.text("weight_dtype", "")) : std::nullopt;
+  const ComputeResult compute =
+      choose_compute(section.text("backend", "cpu"), dtype, "backend: cuda");
+  if (compute.problem) {
+    section.fail(compute.problem->field == ComputeProblem::Field::backend ? "backend"
+                                                                          : "weight_dtype",
+                 compute.problem->message);
   }
-  // Weights in the backend's natural dtype unless asked otherwise: f32 on the
-  // CPU (its only one), bf16 on the GPU.
-  const bool gpu = placement.backend == BackendKind::cuda;
-  const std::string dtype = section.text("weight_dtype", gpu ? "bf16" : "fp32");
-  const std::optional<Dtype> weight_dtype = parse_weight_dtype(dtype);
-  if (!weight_dtype) {
-    section.fail("weight_dtype", "must be bf16, fp16 or fp32, got \"" + dtype + "\"");
-  }
-  if (!gpu && *weight_dtype != Dtype::f32) {
-    section.fail("weight_dtype", "is " + dtype + ", but the cpu backend stores weights in fp32 "
-                                 "only; use backend: cuda for bf16 or fp16");
-  }
-  placement.weight_dtype = *weight_dtype;
+  placement.backend = compute.choice.backend;
+  placement.weight_dtype = compute.choice.weight_dtype;
   placement.cuda_graphs = section.word("cuda_graphs", "true", {"true", "false"}) == "true";
   placement.batch_invariant =
       section.word("batch_invariant", "false", {"true", "false"}) == "true";
@@ -222,60 +209,6 @@ PlacementConfig read_placement(const ConfigSection& section, bool has_draft) {
   return placement;
 }
 
-DrafterKind to_drafter(const std::string& word) {
-  if (word == "model") return DrafterKind::model;
-  if (word == "ngram") return DrafterKind::ngram;
-  return DrafterKind::none;
-}
-
-SpeculationConfig read_speculation(const ConfigSection& section, bool has_draft) {
-  section.allow_only(kSpeculationKeys);
-  SpeculationConfig speculation;
-  speculation.drafter =
-      to_drafter(section.word("drafter", has_draft ? "model" : "none", {"model", "ngram", "none"}));
-  if (speculation.drafter == DrafterKind::model && !has_draft) {
-    section.fail("drafter",
-                 "is model, but models.draft is not configured; add a models.draft section "
-                 "or use ngram or none");
-  }
-  const char* gamma_forms = "\"auto\" or an integer";
-  const std::optional<std::string> gamma = section.scalar("gamma", gamma_forms);
-  speculation.gamma_auto = !gamma || *gamma == "auto";
-  if (!speculation.gamma_auto) {
-    speculation.gamma =
-        static_cast<int>(section.to_integer("gamma", *gamma, 0, kMaxGamma, gamma_forms));
-    if (speculation.drafter == DrafterKind::none && speculation.gamma > 0) {
-      section.fail("gamma", "must be 0 or auto when speculation.drafter is none, got " + *gamma);
-    }
-  }
-  speculation.max_gamma =
-      static_cast<int>(section.integer("max_gamma", speculation.max_gamma, 1, kMaxGamma));
-  speculation.tuning.prior_alpha =
-      section.number("prior_alpha", speculation.tuning.prior_alpha,
-                     Interval{.low = 0, .high = 1, .low_open = true, .high_open = true});
-  speculation.ngram_min =
-      static_cast<int>(section.integer("ngram_min", speculation.ngram_min, 1, kMaxNgram));
-  speculation.ngram_max =
-      static_cast<int>(section.integer("ngram_max", speculation.ngram_max, 1, kMaxNgram));
-  if (speculation.ngram_min > speculation.ngram_max) {  // only a given ngram_min can exceed 1
-    section.fail("ngram_min", "must be <= speculation.ngram_max (" +
-                                  std::to_string(speculation.ngram_max) + "), got " +
-                                  std::to_string(speculation.ngram_min));
-  }
-  speculation.lenience = section.number("lenience", speculation.lenience,
-                                        Interval{.low = 0, .high = 1, .low_open = true});
-  const std::string pipeline =
-      section.word("pipeline", "auto", {"auto", "off", "ahead", "pingpong"});
-  speculation.pipeline.mode = pipeline == "off"     ? PipelineMode::off
-                              : pipeline == "ahead" ? PipelineMode::ahead
-                              : pipeline == "pingpong" ? PipelineMode::pingpong
-                                                       : PipelineMode::automatic;
-  speculation.pipeline.min_hit_rate =
-      section.number("ahead_min_hit_rate", speculation.pipeline.min_hit_rate,
-                     Interval{.low = 0, .high = 1});
-  return speculation;
-}
-
 SchedulerConfig read_scheduler(const ConfigSection& section) {
   section.allow_only(kSchedulerKeys);
   SchedulerConfig scheduler;
@@ -318,6 +251,13 @@ LimitsConfig read_limits(const ConfigSection& section) {
   return limits;
 }
 
+// Notes the lines of the keys given among keys, for checks made after parsing.
+void note_lines(const ConfigSection& section, const Keys& keys, ValueOrigins& origins) {
+  for (const std::string& key : keys) {
+    if (section.has(key)) origins.lines[section.path_of(key)] = section.line_of(key);
+  }
+}
+
 // The one document of a deployment file; syntax errors keep their line.
 YAML::Node parse_document(const std::string& text, const std::string& source) {
   std::vector<YAML::Node> documents;
@@ -354,21 +294,26 @@ DeploymentConfig parse_deployment(const std::string& yaml_text, const std::strin
                                                 std::make_shared<const std::string>(yaml_text));
   top.allow_only(kTopKeys);
   DeploymentConfig deployment;
-  deployment.server = read_server(top.section_or_empty("server"));
+  deployment.origins.source = source_name;
+  const ConfigSection server = top.section_or_empty("server");
+  deployment.server = read_server(server);
+  note_lines(server, {"host", "port", "api_key_env"}, deployment.origins);
 
   const ConfigSection models = top.section_or_empty("models");
   models.allow_only(kModelsKeys);
   const std::optional<ConfigSection> target = models.section("target");
   if (!target) models.fail("target", "required section missing");
   deployment.target = read_model(*target);
+  note_lines(*target, kModelKeys, deployment.origins);
   if (const std::optional<ConfigSection> draft = models.section("draft")) {
     deployment.draft = read_model(*draft);
+    note_lines(*draft, kModelKeys, deployment.origins);
   }
 
   deployment.placement =
       read_placement(top.section_or_empty("placement"), deployment.draft.has_value());
   deployment.speculation =
-      read_speculation(top.section_or_empty("speculation"), deployment.draft.has_value());
+      config::read_speculation(top.section_or_empty("speculation"), deployment.draft.has_value());
   deployment.scheduler = read_scheduler(top.section_or_empty("scheduler"));
   const ConfigSection sampling = top.section_or_empty("sampling");
   deployment.sampling = read_sampling(sampling);
@@ -401,7 +346,7 @@ std::vector<std::string> deployment_key_paths() {
   add("models.target", kModelKeys);
   add("models.draft", kModelKeys);
   add("placement", kPlacementKeys);
-  add("speculation", kSpeculationKeys);
+  add("speculation", config::speculation_keys());
   add("scheduler", kSchedulerKeys);
   add("sampling", kSamplingKeys);
   add("limits", kLimitsKeys);

@@ -13,6 +13,7 @@
 
 #include <cstdint>
 #include <filesystem>
+#include <map>
 #include <optional>
 #include <string>
 #include <vector>
@@ -119,6 +120,15 @@ struct LimitsConfig {
   int max_stop_sequences = 4;
 };
 
+// Where the values that start-up checks against this machine came from
+// (serve_checks.h): the line of each key given in the file, or the flag
+// that overrode a key (`tandem serve --port N`), so that an error names it.
+struct ValueOrigins {
+  std::string source;                        // the file, as in error messages
+  std::map<std::string, int> lines;          // full key path -> 1-based line
+  std::map<std::string, std::string> flags;  // full key path -> "--port"
+};
+
 struct DeploymentConfig {
   ServerConfig server;
   ModelSource target;
@@ -128,6 +138,7 @@ struct DeploymentConfig {
   SchedulerConfig scheduler;
   SamplingDefaults sampling;
   LimitsConfig limits;
+  ValueOrigins origins;  // of server.host, server.port and each model's paths
 };
 
 // Reads and validates a deployment file. Error(not_found) when it cannot be

@@ -37,6 +37,17 @@ std::string describe_drafter(const SpeculationConfig& speculation) {
   return "?";
 }
 
+// What steers an automatic γ: its ceiling and SpeculationTuning.
+std::string describe_gamma_control(const SpeculationConfig& speculation) {
+  const SpeculationTuning& tuning = speculation.tuning;
+  return "<= " + std::to_string(speculation.max_gamma) + ", prior alpha " +
+         number(tuning.prior_alpha) + " weighing " + number(tuning.prior_weight) +
+         " positions, probes every " + std::to_string(tuning.probe_every) + ".." +
+         std::to_string(tuning.max_probe_every) + " steps, guard exploring 1 in " +
+         std::to_string(tuning.guard_explore_every) + " after " +
+         std::to_string(tuning.guard_min_steps) + " steps";
+}
+
 std::string blocks(int count) {
   return count == 0 ? "auto" : std::to_string(count);
 }
@@ -82,14 +93,14 @@ std::string describe(const DeploymentConfig& config) {
                                               (config.placement.threads == 1 ? " thread" : " threads"))
       << describe_roles(config.placement, config.draft.has_value()) << "\n";
   out << "speculation: drafter " << describe_drafter(speculation) << ", gamma "
-      << (speculation.gamma_auto ? "auto (<= " + std::to_string(speculation.max_gamma) +
-                                       ", prior alpha " + number(speculation.tuning.prior_alpha) + ")"
+      << (speculation.gamma_auto ? "auto (" + describe_gamma_control(speculation) + ")"
                                  : std::to_string(speculation.gamma))
       << ", "
       << (speculation.lenience == 1.0
               ? "lossless"
               : "lenience " + number(speculation.lenience) + " (not lossless)")
-      << ", pipelined drafting " << pipeline_mode_name(speculation.pipeline.mode) << "\n";
+      << ", pipelined drafting " << pipeline_mode_name(speculation.pipeline.mode)
+      << " (ahead probe every " << speculation.tuning.ahead_probe_every << " steps)\n";
   out << "scheduler: " << scheduler.max_running_sessions << " running sessions, "
       << scheduler.max_queued_requests << " queued, " << scheduler.step_token_budget
       << " tokens per step, KV blocks of " << scheduler.block_size

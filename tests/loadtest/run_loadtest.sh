@@ -1,20 +1,22 @@
 #!/bin/bash
-# `tandem loadtest` against `tandem serve` on the embedded default deployment:
+# `tandem-loadtest` against `tandem serve` on the embedded default deployment:
 # a short bounded closed-loop run must finish with zero errors, account for
 # every request, report TTFT <= end-to-end latency, count exactly the output
 # tokens the server says it generated, and write JSON and well-formed SVG.
 # With TANDEM_CONFIG and TANDEM_RANKS (start_tandem_server.sh) the server is
 # an MPI job, stopped by SIGTERM to its rank 0.
-# usage: run_loadtest.sh TANDEM_BINARY SOURCE_DIR WORK_DIR
+# usage: run_loadtest.sh TANDEM_BINARY SOURCE_DIR WORK_DIR, with TANDEM_LOADTEST
+# the tandem-loadtest binary (default: the one next to TANDEM_BINARY).
 set -euo pipefail
 tandem=$1 source=$2 work=$3
+loadtest=${TANDEM_LOADTEST:-$(dirname "$tandem")/tandem-loadtest}
 mkdir -p "$work"
 log="$work/server.log"
 cd "$source"
 source "$source/tests/support/start_tandem_server.sh"
 start_tandem_server "$tandem" "$log"
 
-"$tandem" loadtest --url "http://127.0.0.1:$port/v1/completions" --concurrency 1,3 --requests 9 \
+"$loadtest" --url "http://127.0.0.1:$port/v1/completions" --concurrency 1,3 --requests 9 \
   --input-words 12 --output-tokens 16 --seed 5 --body '{"ignore_eos": true, "temperature": 0.8}' \
   --variants '{"spec on": {}, "spec off": {"speculation": false}}' --slo-ttft-ms 10000 \
   --json "$work/loadtest.json" --plots "$work/plots" --quiet

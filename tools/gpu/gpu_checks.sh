@@ -175,8 +175,8 @@ bench_stage() {
   shift
   need_build "$name"
   device_line >"$logs/$name.log"
-  echo "\$ tandem bench $*" >>"$logs/$name.log"
-  bounded "$name" 420 "$build/tandem" bench "$@"
+  echo "\$ tandem-bench $*" >>"$logs/$name.log"
+  bounded "$name" 420 "$build/tandem-bench" "$@"
   local status=$?
   cat "$logs/$name.log"
   if grep -q 'this process sees 0 CUDA device' "$logs/$name.log"; then

@@ -3,7 +3,7 @@
 # through the HTTP server of an MPI job with the draft and the target on
 # ranks of their own: coordinator (rank 0), draft (rank 1), target (rank 2),
 # one compute thread each (configs/cluster-cpu.yaml with that placement).
-# For each load point `tandem loadtest` runs two variants against the same
+# For each load point `tandem-loadtest` runs two variants against the same
 # job, one after the other, with the same prompts:
 #   pipelined  the deployment's speculation.pipeline (MODE)
 #   lockstep   "speculation": {"pipeline": false}: draft, then verify
@@ -33,7 +33,7 @@ fi
 TANDEM_CONFIG="$work/pipeline.yaml" TANDEM_RANKS=3 start_tandem_server build/tandem "$work/serve.log"
 
 speculation="\"speculation\": {\"gamma\": $gamma"
-build/tandem loadtest --url "http://127.0.0.1:$port/v1/completions" --concurrency "$concurrency" \
+build/tandem-loadtest --url "http://127.0.0.1:$port/v1/completions" --concurrency "$concurrency" \
   --requests 48 --input-words 32 --output-tokens 64 --seed 1 \
   --body '{"ignore_eos": true, "temperature": 0}' \
   --variants "{\"pipelined\": {$speculation}}, \"lockstep\": {$speculation, \"pipeline\": false}}}" \

@@ -1,12 +1,12 @@
 // step_seconds: the median time of one forward step in which each of `batch`
 // sequences, already holding `context` tokens, adds k tokens. Shared by
-// `bench steps` (v(k) tables) and `bench speculative` (the cost model).
+// `tandem-bench steps` (v(k) tables) and `speculative` (the cost model).
 #pragma once
 
-#include "coordinator/cli/model_options.h"
+#include "coordinator/models/load_model.h"
 
-namespace tandem::cli {
+namespace tandem::bench {
 
 double step_seconds(LoadedModel& m, int batch, int context, int k, int repeats);
 
-}  // namespace tandem::cli
+}  // namespace tandem::bench

@@ -1,4 +1,4 @@
-// `tandem bench pipeline`: pipelined drafting against lockstep drafting, side
+// `tandem-bench pipeline`: pipelined drafting against lockstep drafting, side
 // by side in one run, in one process: the draft model drafts on a thread of
 // its own (ModelDrafter::run_apart) while the engine thread runs the target.
 // Run with OMP_NUM_THREADS=1 so the two each keep one core: on a 2-core
@@ -15,13 +15,13 @@
 #include <memory>
 
 #include "common/error.h"
-#include "coordinator/cli/commands.h"
-#include "coordinator/cli/bench_sessions.h"
-#include "coordinator/cli/model_options.h"
+#include "coordinator/models/model_flags.h"
+#include "tools/bench/bench_sessions.h"
+#include "tools/bench/bench_suites.h"
 #include "workers/speculation/model_drafter.h"
 #include "workers/speculation/speculative_engine.h"
 
-namespace tandem::cli {
+namespace tandem::bench {
 namespace {
 
 
@@ -58,19 +58,22 @@ Measured run_batch(SpeculativeEngine& engine, const OpenModel& open, int batch, 
   return m;
 }
 
-}  // namespace
+struct PipelineFlags {
+  ModelFlags model;
+  std::string batches = "1,8";
+  int max_tokens = 64;
+  int gamma = 4;
+  int repeats = 3;
+};
 
-int bench_pipeline(const Words& words) {
-  auto options = model_option_names();
-  options.insert({"batches", "max-tokens", "gamma", "repeats"});
-  const Args args(words, options, {});
-  OpenModel open = open_model(args);
+int bench_pipeline(const PipelineFlags& flags) {
+  OpenModel open = open_model(flags.model);
   require(open.draft.has_value() && open.target.tokenizer.has_value(), ErrorKind::invalid_argument,
           "bench pipeline needs --model DIR and --draft DIR (checkpoints with a tokenizer)");
-  const std::vector<double> batches = args.get_numbers("batches", "1,8");
-  const int max_tokens = static_cast<int>(args.get_int("max-tokens", 64));
-  const int gamma = static_cast<int>(args.get_int("gamma", 4));
-  const int repeats = static_cast<int>(args.get_int("repeats", 3));
+  const std::vector<double> batches = cli::parse_number_list("--batches", flags.batches);
+  const int max_tokens = flags.max_tokens;
+  const int gamma = flags.gamma;
+  const int repeats = flags.repeats;
   require(repeats >= 1 && gamma >= 1, ErrorKind::invalid_argument,
           "--repeats and --gamma must be >= 1");
   ModelDrafter drafter(*open.draft->model, *open.draft->cache);
@@ -125,4 +128,17 @@ int bench_pipeline(const Words& words) {
   return 0;
 }
 
-}  // namespace tandem::cli
+}  // namespace
+
+cli::Run define_pipeline(CLI::App& command) {
+  auto flags = std::make_shared<PipelineFlags>();
+  add_model_flags(command, flags->model);
+  cli::add_number_list(command, "--batches", flags->batches, "the batch sizes to run");
+  cli::add_value(command, "--max-tokens", flags->max_tokens, "new tokens per session");
+  cli::add_value(command, "--gamma", flags->gamma, "the fixed gamma of every mode (>= 1)");
+  cli::add_value(command, "--repeats", flags->repeats,
+                 "measured runs per mode after one warm-up; the median is shown");
+  return [flags] { return bench_pipeline(*flags); };
+}
+
+}  // namespace tandem::bench

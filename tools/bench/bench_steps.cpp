@@ -1,4 +1,4 @@
-// `tandem bench steps`: what one target step costs as it carries more new
+// `tandem-bench steps`: what one target step costs as it carries more new
 // tokens per sequence. Theorem 3.8 assumes verifying γ+1 tokens costs the
 // same as decoding one; this prints v(k) = t(k new tokens per sequence) /
 // t(1) for k = 1..9 at each batch size, and with a draft the cost ratio
@@ -6,16 +6,17 @@
 // machine at hand.
 #include <algorithm>
 #include <chrono>
+#include <memory>
 #include <cstdio>
 #include <random>
 #include <sstream>
 
 #include "common/error.h"
-#include "coordinator/cli/commands.h"
-#include "coordinator/cli/model_options.h"
-#include "coordinator/cli/step_timer.h"
+#include "coordinator/models/model_flags.h"
+#include "tools/bench/bench_suites.h"
+#include "tools/bench/step_timer.h"
 
-namespace tandem::cli {
+namespace tandem::bench {
 // The cache is truncated back after every repeat, so all repeats see the
 // same state.
 double step_seconds(LoadedModel& m, int batch, int context, int k, int repeats) {
@@ -53,16 +54,24 @@ double step_seconds(LoadedModel& m, int batch, int context, int k, int repeats) 
   return times[times.size() / 2];
 }
 
-int bench_steps(const Words& words) {
-  auto options = model_option_names();
-  options.insert({"batches", "context", "repeats", "max-k"});
-  const Args args(words, options, {});
-  OpenModel open = open_model(args);
-  const int context = static_cast<int>(args.get_int("context", 64));
-  const int repeats = static_cast<int>(args.get_int("repeats", 9));
-  const int max_k = static_cast<int>(args.get_int("max-k", 9));
+namespace {
+
+struct StepsFlags {
+  ModelFlags model;
+  std::string batches = "1,4,16";
+  int context = 64;
+  int repeats = 9;
+  int max_k = 9;
+};
+
+int bench_steps(const StepsFlags& flags) {
+  OpenModel open = open_model(flags.model);
+  const int context = flags.context;
+  const int repeats = flags.repeats;
+  const int max_k = flags.max_k;
   std::vector<int> batches;
-  for (double batch : args.get_numbers("batches", "1,4,16")) batches.push_back(static_cast<int>(batch));
+  for (double batch : cli::parse_number_list("--batches", flags.batches))
+    batches.push_back(static_cast<int>(batch));
   const ModelConfig& c = open.target.model->config();
   std::printf("target: %lld parameters, %.1f MB of fp32 weights per step; context %d tokens; "
               "median of %d\n\n",
@@ -91,4 +100,16 @@ int bench_steps(const Words& words) {
   return 0;
 }
 
-}  // namespace tandem::cli
+}  // namespace
+
+cli::Run define_steps(CLI::App& command) {
+  auto flags = std::make_shared<StepsFlags>();
+  add_model_flags(command, flags->model);
+  cli::add_number_list(command, "--batches", flags->batches, "the batch sizes to time");
+  cli::add_value(command, "--context", flags->context, "tokens each sequence already holds");
+  cli::add_value(command, "--repeats", flags->repeats, "timed steps per cell; the median is shown");
+  cli::add_value(command, "--max-k", flags->max_k, "v(k) for k = 2..this");
+  return [flags] { return bench_steps(*flags); };
+}
+
+}  // namespace tandem::bench

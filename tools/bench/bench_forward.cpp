@@ -1,17 +1,18 @@
-// `tandem bench forward`: decode and prefill throughput of one model on this
+// `tandem-bench forward`: decode and prefill throughput of one model on this
 // machine, with the weight bytes each step reads and the bandwidth that
 // implies. A benchmark, not a test: it prints numbers and asserts nothing.
 #include <algorithm>
 #include <chrono>
+#include <memory>
 #include <cstdio>
 #include <random>
 #include <vector>
 
 #include "common/error.h"
-#include "coordinator/cli/commands.h"
-#include "coordinator/cli/model_options.h"
+#include "coordinator/models/model_flags.h"
+#include "tools/bench/bench_suites.h"
 
-namespace tandem::cli {
+namespace tandem::bench {
 namespace {
 
 using Clock = std::chrono::steady_clock;
@@ -46,15 +47,19 @@ double time_tokens(LlamaModel& model, PagedKvCache& cache, int count, int chunk,
   return seconds;
 }
 
-int bench_forward(const Words& words) {
-  auto options = model_option_names();
-  options.insert({"decode-tokens", "prompt-tokens", "repeats"});
-  const Args args(words, options, {});
-  OpenModel open = open_model(args);
+struct ForwardFlags {
+  ModelFlags model;
+  int decode_tokens = 64;
+  int prompt_tokens = 128;
+  int repeats = 5;
+};
+
+int bench_forward(const ForwardFlags& flags) {
+  OpenModel open = open_model(flags.model);
   LlamaModel& model = *open.target.model;
-  const int decode_tokens = static_cast<int>(args.get_int("decode-tokens", 64));
-  const int prompt_tokens = static_cast<int>(args.get_int("prompt-tokens", 128));
-  const int repeats = static_cast<int>(args.get_int("repeats", 5));
+  const int decode_tokens = flags.decode_tokens;
+  const int prompt_tokens = flags.prompt_tokens;
+  const int repeats = flags.repeats;
   require(decode_tokens > 0 && prompt_tokens > 0 && repeats > 0, ErrorKind::invalid_argument,
           "--decode-tokens, --prompt-tokens and --repeats must be positive");
 
@@ -111,20 +116,15 @@ int bench_forward(const Words& words) {
 
 }  // namespace
 
-int bench_command(const Words& words) {
-  require(!words.empty(), ErrorKind::invalid_argument,
-          "bench needs a suite: `tandem bench forward --model DIR|--dummy CONFIG`");
-  const Words rest(words.begin() + 1, words.end());
-  if (words[0] == "forward") return bench_forward(rest);
-  if (words[0] == "matmul") return bench_matmul(rest);
-  if (words[0] == "speculative") return bench_speculative(rest);
-  if (words[0] == "steps") return bench_steps(rest);
-  if (words[0] == "batching") return bench_batching(rest);
-  if (words[0] == "pipeline") return bench_pipeline(rest);
-  if (words[0] == "tensor-parallel") return bench_tensor_parallel(rest);
-  throw Error(ErrorKind::invalid_argument,
-              "unknown bench suite '" + words[0] +
-                  "' (known: forward, matmul, speculative, steps, batching, pipeline, tensor-parallel)");
+cli::Run define_forward(CLI::App& command) {
+  auto flags = std::make_shared<ForwardFlags>();
+  add_model_flags(command, flags->model);
+  cli::add_value(command, "--decode-tokens", flags->decode_tokens,
+                 "tokens decoded one per step (batch 1)");
+  cli::add_value(command, "--prompt-tokens", flags->prompt_tokens,
+                 "the prompt prefilled in one step");
+  cli::add_value(command, "--repeats", flags->repeats, "timed rounds; the median is shown");
+  return [flags] { return bench_forward(*flags); };
 }
 
-}  // namespace tandem::cli
+}  // namespace tandem::bench

@@ -1,4 +1,4 @@
-// `tandem bench batching`: does speculation still pay when many sessions
+// `tandem-bench batching`: does speculation still pay when many sessions
 // share each target pass? For each batch size B, B sessions decode together
 // through one engine (as the server batches them) with speculation off, with
 // a fixed γ, and with the automatic policy; it prints throughput and the
@@ -12,13 +12,13 @@
 #include <cstdio>
 
 #include "common/error.h"
-#include "coordinator/cli/commands.h"
-#include "coordinator/cli/bench_sessions.h"
-#include "coordinator/cli/model_options.h"
+#include "coordinator/models/model_flags.h"
+#include "tools/bench/bench_sessions.h"
+#include "tools/bench/bench_suites.h"
 #include "workers/speculation/model_drafter.h"
 #include "workers/speculation/speculative_engine.h"
 
-namespace tandem::cli {
+namespace tandem::bench {
 namespace {
 
 
@@ -66,20 +66,25 @@ Run median_run(std::vector<Run> runs) {
   return runs[runs.size() / 2];
 }
 
-}  // namespace
+struct BatchingFlags {
+  ModelFlags model;
+  std::string batches = "1,4,16,32";
+  int max_tokens = 64;
+  std::string temperature = "0";  // a list, of which the first is used
+  int gamma = 4;
+  int repeats = 3;
+};
 
-int bench_batching(const Words& words) {
-  auto options = model_option_names();
-  options.insert({"batches", "max-tokens", "temperature", "gamma", "repeats"});
-  const Args args(words, options, {});
-  OpenModel open = open_model(args);
+int bench_batching(const BatchingFlags& flags) {
+  OpenModel open = open_model(flags.model);
   require(open.draft.has_value() && open.target.tokenizer.has_value(), ErrorKind::invalid_argument,
           "bench batching needs --model DIR and --draft DIR (checkpoints with a tokenizer)");
-  const std::vector<double> batches = args.get_numbers("batches", "1,4,16,32");
-  const int max_tokens = static_cast<int>(args.get_int("max-tokens", 64));
-  const float temperature = static_cast<float>(args.get_numbers("temperature", "0").front());
-  const int fixed_gamma = static_cast<int>(args.get_int("gamma", 4));
-  const int repeats = static_cast<int>(args.get_int("repeats", 3));
+  const std::vector<double> batches = cli::parse_number_list("--batches", flags.batches);
+  const int max_tokens = flags.max_tokens;
+  const float temperature =
+      static_cast<float>(cli::parse_number_list("--temperature", flags.temperature).front());
+  const int fixed_gamma = flags.gamma;
+  const int repeats = flags.repeats;
   require(repeats >= 1, ErrorKind::invalid_argument, "--repeats must be >= 1");
   ModelDrafter model_drafter(*open.draft->model, *open.draft->cache);
 
@@ -130,4 +135,18 @@ int bench_batching(const Words& words) {
   return 0;
 }
 
-}  // namespace tandem::cli
+}  // namespace
+
+cli::Run define_batching(CLI::App& command) {
+  auto flags = std::make_shared<BatchingFlags>();
+  add_model_flags(command, flags->model);
+  cli::add_number_list(command, "--batches", flags->batches, "the batch sizes to run");
+  cli::add_value(command, "--max-tokens", flags->max_tokens, "new tokens per session");
+  cli::add_number_list(command, "--temperature", flags->temperature, "sampling temperature");
+  cli::add_value(command, "--gamma", flags->gamma, "the fixed gamma compared with off and auto");
+  cli::add_value(command, "--repeats", flags->repeats,
+                 "measured runs per policy after one warm-up; the median is shown");
+  return [flags] { return bench_batching(*flags); };
+}
+
+}  // namespace tandem::bench

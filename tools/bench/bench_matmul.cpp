@@ -1,18 +1,18 @@
-// `tandem bench matmul`: our batch-invariant CPU matmul against OpenBLAS's
+// `tandem-bench matmul`: our batch-invariant CPU matmul against OpenBLAS's
 // sgemm on the same inputs, side by side, at decode, verification and
 // prefill shapes. Prints times and the ratio; asserts nothing.
 #include <cblas.h>
 
 #include <chrono>
 #include <cstdio>
+#include <memory>
 #include <random>
 #include <vector>
 
-#include "coordinator/cli/args.h"
-#include "coordinator/cli/commands.h"
 #include "kernels/cpu/ops.h"
+#include "tools/bench/bench_suites.h"
 
-namespace tandem::cli {
+namespace tandem::bench {
 namespace {
 
 // Mean seconds per call over at least `min_seconds` of repeated calls.
@@ -30,11 +30,7 @@ double seconds_per_call(F&& call, double min_seconds) {
   return elapsed / calls;
 }
 
-}  // namespace
-
-int bench_matmul(const Words& words) {
-  const Args args(words, {"seconds"}, {});
-  const double min_seconds = args.get_double("seconds", 0.3);
+int bench_matmul(double min_seconds) {
   struct Shape {
     int T, Kin, N;
     const char* what;
@@ -68,4 +64,12 @@ int bench_matmul(const Words& words) {
   return 0;
 }
 
-}  // namespace tandem::cli
+}  // namespace
+
+cli::Run define_matmul(CLI::App& command) {
+  auto seconds = std::make_shared<double>(0.3);
+  cli::add_value(command, "--seconds", *seconds, "time each side at least this long per shape");
+  return [seconds] { return bench_matmul(*seconds); };
+}
+
+}  // namespace tandem::bench

@@ -1,4 +1,4 @@
-// `mpirun -np N tandem bench tensor-parallel --model DIR|--dummy CONFIG`:
+// `mpirun -np N tandem-bench tensor-parallel --model DIR|--dummy CONFIG`:
 // the target's forward steps at TP 1 and at TP N, side by side in one job,
 // with the time spent in collectives reported apart. A benchmark, not a
 // test: it prints numbers and asserts nothing.
@@ -21,11 +21,11 @@
 #include <vector>
 
 #include "common/error.h"
-#include "coordinator/cli/commands.h"
-#include "coordinator/cli/model_options.h"
+#include "coordinator/models/model_flags.h"
+#include "tools/bench/bench_suites.h"
 #include "transport/world_communicator.h"
 
-namespace tandem::cli {
+namespace tandem::bench {
 namespace {
 
 using Clock = std::chrono::steady_clock;
@@ -93,7 +93,7 @@ struct Layout {
 std::vector<std::vector<Timing>> time_layouts(Communicator& world,
                                               const std::vector<Layout>& layouts,
                                               const std::vector<Workload>& workloads,
-                                              const Args& args) {
+                                              const ModelFlags& flags) {
   std::vector<std::vector<Timing>> results;
   for (const Layout& layout : layouts) {
     std::vector<int> ranks(static_cast<size_t>(layout.tp));
@@ -103,7 +103,7 @@ std::vector<std::vector<Timing>> time_layouts(Communicator& world,
       omp_set_num_threads(layout.threads);
       const TensorShard shard{group->rank(), group->size(),
                               group->size() > 1 ? group.get() : nullptr};
-      OpenModel open = open_model(args, shard);
+      OpenModel open = open_model(flags, shard);
       std::vector<Timing> timings;
       for (const Workload& w : workloads)
         timings.push_back(time_workload(*open.target.model, *open.target.cache, w));
@@ -119,15 +119,17 @@ std::vector<std::vector<Timing>> time_layouts(Communicator& world,
   return results;
 }
 
-}  // namespace
+struct TensorParallelFlags {
+  ModelFlags model;
+  int steps = 16;
+  int prompt_tokens = 128;
+  int batch = 16;
+};
 
-int bench_tensor_parallel(const Words& words) {
-  auto options = model_option_names();
-  options.insert({"steps", "prompt-tokens", "batch"});
-  const Args args(words, options, {});
-  const int steps = static_cast<int>(args.get_int("steps", 16));
-  const int prompt = static_cast<int>(args.get_int("prompt-tokens", 128));
-  const int batch = static_cast<int>(args.get_int("batch", 16));
+int bench_tensor_parallel(const TensorParallelFlags& flags) {
+  const int steps = flags.steps;
+  const int prompt = flags.prompt_tokens;
+  const int batch = flags.batch;
   require(steps > 0 && prompt > 0 && batch > 0, ErrorKind::invalid_argument,
           "--steps, --prompt-tokens and --batch must be positive");
 
@@ -145,16 +147,16 @@ int bench_tensor_parallel(const Words& words) {
   std::vector<std::vector<Timing>> results;  // [layout][workload], on rank 0
   // A rank that fails must end the job: the others would wait for it forever.
   try {
-    results = time_layouts(*world, layouts, workloads, args);
+    results = time_layouts(*world, layouts, workloads, flags.model);
   } catch (const std::exception& error) {
     if (N == 1) throw;
-    std::fprintf(stderr, "tandem bench: rank %d: %s; ending the job\n", world->rank(), error.what());
+    std::fprintf(stderr, "tandem-bench: rank %d: %s; ending the job\n", world->rank(), error.what());
     world->abort_job(1);
   }
   if (world->rank() != 0) return 0;
 
   std::printf("tensor parallelism: %d ranks on this machine (%s)\n", N,
-              args.has("model") ? args.get("model").c_str() : args.get("dummy").c_str());
+              (flags.model.model.empty() ? flags.model.dummy : flags.model.model).c_str());
   std::printf("%-14s %-16s %10s %12s %12s %10s\n", "workload", "layout", "ms/step",
               "tokens/s", "comm ms", "vs TP1x1");
   for (size_t w = 0; w < workloads.size(); ++w) {
@@ -174,4 +176,15 @@ int bench_tensor_parallel(const Words& words) {
   return 0;
 }
 
-}  // namespace tandem::cli
+}  // namespace
+
+cli::Run define_tensor_parallel(CLI::App& command) {
+  auto flags = std::make_shared<TensorParallelFlags>();
+  add_model_flags(command, flags->model);
+  cli::add_value(command, "--steps", flags->steps, "timed decode steps per layout");
+  cli::add_value(command, "--prompt-tokens", flags->prompt_tokens, "the prefill workload's prompt");
+  cli::add_value(command, "--batch", flags->batch, "sequences of the batched decode workload");
+  return [flags] { return bench_tensor_parallel(*flags); };
+}
+
+}  // namespace tandem::bench

@@ -1,4 +1,4 @@
-// `tandem bench speculative`: the shape of the paper's Tables 2 and 4 on our
+// `tandem-bench speculative`: the shape of the paper's Tables 2 and 4 on our
 // own models. For each drafter, temperature and γ: measured α and c, tokens
 // per target step, the speed-up over plain decoding of the same target
 // measured in the same run, and the speed-up Theorem 3.8 predicts from the
@@ -11,15 +11,15 @@
 #include <sstream>
 
 #include "common/error.h"
-#include "coordinator/cli/commands.h"
-#include "coordinator/cli/model_options.h"
-#include "coordinator/cli/step_timer.h"
+#include "coordinator/models/model_flags.h"
+#include "tools/bench/bench_suites.h"
+#include "tools/bench/step_timer.h"
 #include "workers/plain_decoder.h"
 #include "workers/speculation/model_drafter.h"
 #include "workers/speculation/ngram_drafter.h"
 #include "workers/speculation/speculative_engine.h"
 
-namespace tandem::cli {
+namespace tandem::bench {
 namespace {
 
 using Clock = std::chrono::steady_clock;
@@ -35,7 +35,17 @@ const char* const kDefaultPrompts[] = {
     "After dinner we walked down to the",
 };
 
-std::vector<std::vector<int32_t>> load_prompts(const Args& args, const OpenModel& open) {
+struct SpeculativeFlags {
+  ModelFlags model;
+  int max_tokens = 64;
+  int max_gamma = 8;
+  std::string temperatures = "0,1";
+  std::string prompts_file;
+  bool no_ngram = false;
+};
+
+std::vector<std::vector<int32_t>> load_prompts(const SpeculativeFlags& flags,
+                                               const OpenModel& open) {
   std::vector<std::vector<int32_t>> prompts;
   if (!open.target.tokenizer) {  // dummy weights: random token prompts
     std::mt19937 rng(7);
@@ -48,9 +58,9 @@ std::vector<std::vector<int32_t>> load_prompts(const Args& args, const OpenModel
     return prompts;
   }
   std::vector<std::string> texts(std::begin(kDefaultPrompts), std::end(kDefaultPrompts));
-  if (args.has("prompts-file")) {
-    std::ifstream file(args.get("prompts-file"));
-    require(file.good(), ErrorKind::not_found, "cannot open --prompts-file " + args.get("prompts-file"));
+  if (!flags.prompts_file.empty()) {
+    std::ifstream file(flags.prompts_file);
+    require(file.good(), ErrorKind::not_found, "cannot open --prompts-file " + flags.prompts_file);
     texts.clear();
     for (std::string line; std::getline(file, line);)
       if (!line.empty()) texts.push_back(line);
@@ -108,24 +118,20 @@ Measured run_speculative(OpenModel& open, Drafter& drafter,
   return m;
 }
 
-}  // namespace
-
-int bench_speculative(const Words& words) {
-  auto options = model_option_names();
-  options.insert({"max-tokens", "max-gamma", "temperatures", "prompts-file"});
-  const Args args(words, options, {"no-ngram"});
-  OpenModel open = open_model(args);
+int bench_speculative(const SpeculativeFlags& flags) {
+  OpenModel open = open_model(flags.model);
   require(open.draft.has_value(), ErrorKind::invalid_argument,
           "bench speculative needs a draft: --draft DIR or --dummy-draft CONFIG_JSON");
-  const auto prompts = load_prompts(args, open);
-  const int n = static_cast<int>(args.get_int("max-tokens", 64));
-  const int max_gamma = static_cast<int>(args.get_int("max-gamma", 8));
-  const std::vector<double> temperatures = args.get_numbers("temperatures", "0,1");
+  const auto prompts = load_prompts(flags, open);
+  const int n = flags.max_tokens;
+  const int max_gamma = flags.max_gamma;
+  const std::vector<double> temperatures =
+      cli::parse_number_list("--temperatures", flags.temperatures);
 
   ModelDrafter model_drafter(*open.draft->model, *open.draft->cache);
   NgramDrafter ngram;
   std::vector<Drafter*> drafters{&model_drafter};
-  if (!args.has("no-ngram")) drafters.push_back(&ngram);
+  if (!flags.no_ngram) drafters.push_back(&ngram);
 
   // v(k): a target step over k new tokens relative to one (Theorem 3.8
   // assumes 1); the DESIGN cost model divides by γc + v(γ+1) instead of γc + 1.
@@ -167,4 +173,20 @@ int bench_speculative(const Words& words) {
   return 0;
 }
 
-}  // namespace tandem::cli
+}  // namespace
+
+cli::Run define_speculative(CLI::App& command) {
+  auto flags = std::make_shared<SpeculativeFlags>();
+  add_model_flags(command, flags->model);
+  cli::add_value(command, "--max-tokens", flags->max_tokens, "new tokens per prompt");
+  cli::add_value(command, "--max-gamma", flags->max_gamma,
+                 "gamma runs 1..this, then auto with this ceiling");
+  cli::add_number_list(command, "--temperatures", flags->temperatures, "the temperatures to run");
+  cli::add_value(command, "--prompts-file", flags->prompts_file,
+                 "prompts, one per line (default: eight English openings)")
+      ->type_name("FILE");
+  cli::add_switch(command, "--no-ngram", flags->no_ngram, "the draft model only, no n-gram runs");
+  return [flags] { return bench_speculative(*flags); };
+}
+
+}  // namespace tandem::bench

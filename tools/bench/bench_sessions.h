@@ -1,14 +1,14 @@
-// The sessions `tandem bench batching` and `bench pipeline` decode: a few
+// The sessions `tandem-bench batching` and `pipeline` decode: a few
 // English openings (the tiny models' kind of text), cycled over the batch.
 #pragma once
 
 #include <chrono>
 #include <iterator>
 
-#include "coordinator/cli/model_options.h"
+#include "coordinator/models/model_flags.h"
 #include "workers/speculation/speculative_engine.h"
 
-namespace tandem::cli {
+namespace tandem::bench {
 
 inline constexpr const char* kBenchPrompts[] = {
     "The history of the city",      "In the morning, the committee",
@@ -51,4 +51,4 @@ DecodeRun decode_all(SpeculativeEngine& engine, OnStep on_step) {
   return run;
 }
 
-}  // namespace tandem::cli
+}  // namespace tandem::bench

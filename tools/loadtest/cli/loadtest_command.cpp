@@ -1,7 +1,7 @@
-// `tandem loadtest`: throughput and latency of an OpenAI-compatible
+// `tandem-loadtest`: throughput and latency of an OpenAI-compatible
 // completions endpoint (ours or a peer's), with vLLM `bench serve`'s terms.
 //
-//   tandem loadtest --url http://127.0.0.1:8080/v1/completions
+//   tandem-loadtest --url http://127.0.0.1:8080/v1/completions
 //       (--concurrency 1,4,16 | --rate 2,4,8 [--burstiness 1] [--max-concurrency N])
 //       [--requests N | --duration SECONDS]
 //       [--prompts FILE.jsonl | --input-words N --output-tokens N [--range N] [--corpus FILE]]
@@ -25,8 +25,7 @@
 #include <nlohmann/json.hpp>
 
 #include "common/error.h"
-#include "coordinator/cli/args.h"
-#include "coordinator/cli/commands.h"
+#include "tools/loadtest/cli/loadtest_flags.h"
 #include "tools/loadtest/completion_client.h"
 #include "tools/loadtest/load_runner.h"
 #include "tools/loadtest/report.h"
@@ -35,11 +34,10 @@
 #include "tools/loadtest/svg_plot.h"
 #include "tools/loadtest/workload.h"
 
-namespace tandem::cli {
+namespace tandem::loadtest {
 namespace {
 
 using nlohmann::json;
-using namespace tandem::loadtest;
 
 // GET http://host:port/metrics; empty when the server has none.
 std::string fetch_metrics(const Endpoint& endpoint) {
@@ -68,19 +66,22 @@ struct SweepPoint {
   LoadShape shape;
 };
 
-std::vector<SweepPoint> sweep(const Args& args) {
-  require(args.has("concurrency") != args.has("rate"), ErrorKind::invalid_argument,
+std::vector<SweepPoint> sweep(const LoadtestFlags& flags) {
+  require(flags.concurrency.empty() != flags.rate.empty(), ErrorKind::invalid_argument,
           "give exactly one of --concurrency N[,N...] (closed loop) or --rate R[,R...] "
           "(open loop, requests per second)");
   LoadShape base;
-  base.max_requests = static_cast<size_t>(args.get_int("requests", args.has("duration") ? 0 : 64));
-  base.max_seconds = args.get_double("duration", 0);
+  const std::int64_t requests = flags.requests.value_or(flags.duration > 0 ? 0 : 64);
+  require(requests >= 0, ErrorKind::invalid_argument, "--requests must be >= 0");
+  base.max_requests = static_cast<size_t>(requests);
+  base.max_seconds = flags.duration;
   require(base.max_requests > 0 || base.max_seconds > 0, ErrorKind::invalid_argument,
           "--requests and --duration must bound the run (give a positive one)");
-  base.seed = static_cast<uint64_t>(args.get_int("seed", 0));
+  base.seed = static_cast<uint64_t>(flags.seed);
+  base.request_timeout_seconds = flags.timeout;
   std::vector<SweepPoint> points;
-  if (args.has("concurrency")) {
-    for (double c : args.get_numbers("concurrency", "1")) {
+  if (!flags.concurrency.empty()) {
+    for (double c : cli::parse_number_list("--concurrency", flags.concurrency)) {
       require(c >= 1, ErrorKind::invalid_argument, "--concurrency values must be >= 1");
       LoadShape shape = base;
       shape.kind = LoadShape::closed_loop;
@@ -88,13 +89,13 @@ std::vector<SweepPoint> sweep(const Args& args) {
       points.push_back({"concurrency " + std::to_string(shape.concurrency), c, shape});
     }
   } else {
-    for (double r : args.get_numbers("rate", "1")) {
+    for (double r : cli::parse_number_list("--rate", flags.rate)) {
       require(r > 0, ErrorKind::invalid_argument, "--rate values must be > 0");
       LoadShape shape = base;
       shape.kind = LoadShape::open_loop;
       shape.request_rate = r;
-      shape.burstiness = args.get_double("burstiness", 1.0);
-      shape.concurrency = static_cast<int>(args.get_int("max-concurrency", 0));
+      shape.burstiness = flags.burstiness;
+      shape.concurrency = flags.max_concurrency;
       require(shape.burstiness > 0, ErrorKind::invalid_argument, "--burstiness must be > 0");
       char label[64];
       std::snprintf(label, sizeof label, "rate %g/s", r);
@@ -104,31 +105,29 @@ std::vector<SweepPoint> sweep(const Args& args) {
   return points;
 }
 
-std::vector<WorkItem> workload(const Args& args, size_t count) {
-  if (args.has("prompts")) return read_jsonl(args.get("prompts"));
-  const std::vector<std::string> corpus = read_corpus(args.get("corpus", "tools/loadtest/heldout.jsonl"));
-  const int range = static_cast<int>(args.get_int("range", 0));
+std::vector<WorkItem> workload(const LoadtestFlags& flags, size_t count) {
+  if (!flags.prompts.empty()) return read_jsonl(flags.prompts);
+  const std::vector<std::string> corpus = read_corpus(flags.corpus);
   return synthetic_workload(corpus, std::max<size_t>(count, 1),
-                            {static_cast<int>(args.get_int("input-words", 32)), range},
-                            {static_cast<int>(args.get_int("output-tokens", 64)), range},
-                            static_cast<uint64_t>(args.get_int("seed", 0)));
+                            {flags.input_words, flags.range}, {flags.output_tokens, flags.range},
+                            static_cast<uint64_t>(flags.seed));
 }
 
 // name -> body overrides, in the order given.
-std::vector<std::pair<std::string, json>> variants(const Args& args) {
+std::vector<std::pair<std::string, json>> variants(const LoadtestFlags& flags) {
   json base = json::object();
-  if (args.has("body")) {
+  if (!flags.body.empty()) {
     try {
-      base = json::parse(args.get("body"));
+      base = json::parse(flags.body);
     } catch (const json::exception& error) {
       throw Error(ErrorKind::invalid_argument, std::string("--body is not JSON: ") + error.what());
     }
     require(base.is_object(), ErrorKind::invalid_argument, "--body must be a JSON object");
   }
-  if (!args.has("variants")) return {{"run", base}};
+  if (flags.variants.empty()) return {{"run", base}};
   nlohmann::ordered_json given;  // variants run in the order given
   try {
-    given = nlohmann::ordered_json::parse(args.get("variants"));
+    given = nlohmann::ordered_json::parse(flags.variants);
   } catch (const json::exception& error) {
     throw Error(ErrorKind::invalid_argument, std::string("--variants is not JSON: ") + error.what());
   }
@@ -145,11 +144,11 @@ std::vector<std::pair<std::string, json>> variants(const Args& args) {
   return out;
 }
 
-Slo slo(const Args& args) {
+Slo slo(const LoadtestFlags& flags) {
   Slo s;
-  if (args.has("slo-ttft-ms")) s.ttft_seconds = args.get_double("slo-ttft-ms", 0) / 1e3;
-  if (args.has("slo-tpot-ms")) s.tpot_seconds = args.get_double("slo-tpot-ms", 0) / 1e3;
-  if (args.has("slo-e2e-ms")) s.e2e_seconds = args.get_double("slo-e2e-ms", 0) / 1e3;
+  if (flags.slo_ttft_ms) s.ttft_seconds = *flags.slo_ttft_ms / 1e3;
+  if (flags.slo_tpot_ms) s.tpot_seconds = *flags.slo_tpot_ms / 1e3;
+  if (flags.slo_e2e_ms) s.e2e_seconds = *flags.slo_e2e_ms / 1e3;
   return s;
 }
 
@@ -168,31 +167,25 @@ void write_file(const std::filesystem::path& path, const std::string& text) {
 
 }  // namespace
 
-int loadtest_command(const Words& words) {
-  const Args args(words,
-                  {"url", "model", "api-key", "concurrency", "rate", "burstiness", "max-concurrency",
-                   "requests", "duration", "prompts", "corpus", "input-words", "output-tokens",
-                   "range", "body", "variants", "slo-ttft-ms", "slo-tpot-ms", "slo-e2e-ms", "seed",
-                   "json", "plots", "timeout"},
-                  {"no-metrics", "quiet"});
-  Endpoint endpoint = parse_url(args.get("url", "http://127.0.0.1:8080/v1/completions"));
-  endpoint.api_key = args.get("api-key");
-  const std::vector<SweepPoint> points = sweep(args);
-  const auto runs_variants = variants(args);
-  const Slo objectives = slo(args);
+int run_loadtest(const LoadtestFlags& flags) {
+  Endpoint endpoint = parse_url(flags.url);
+  endpoint.api_key = flags.api_key;
+  const std::vector<SweepPoint> points = sweep(flags);
+  const auto runs_variants = variants(flags);
+  const Slo objectives = slo(flags);
   const size_t per_run = points.front().shape.max_requests;
-  const std::vector<WorkItem> items = workload(args, per_run > 0 ? per_run : 256);
+  const std::vector<WorkItem> items = workload(flags, per_run > 0 ? per_run : 256);
   require(!items.empty(), ErrorKind::invalid_argument, "the workload has no prompts");
-  const bool scrape = !args.has("no-metrics");
-  const bool quiet = args.has("quiet");
+  const bool scrape = !flags.no_metrics;
+  const bool quiet = flags.quiet;
 
   json report;
-  report["config"] = {{"url", args.get("url", "http://127.0.0.1:8080/v1/completions")},
-                      {"model", args.get("model")},
-                      {"prompts", args.has("prompts") ? args.get("prompts") : "synthetic"},
+  report["config"] = {{"url", flags.url},
+                      {"model", flags.model},
+                      {"prompts", flags.prompts.empty() ? "synthetic" : flags.prompts},
                       {"requests_per_run", per_run},
                       {"duration_per_run", points.front().shape.max_seconds},
-                      {"seed", args.get_int("seed", 0)}};
+                      {"seed", flags.seed}};
   report["runs"] = json::array();
 
   // Per variant: (load, output throughput, p99 TTFT, p99 TPOT) for the sweep plots.
@@ -201,7 +194,7 @@ int loadtest_command(const Words& words) {
   for (const SweepPoint& point : points) {
     for (const auto& [variant, overrides] : runs_variants) {
       std::vector<std::string> bodies;
-      for (const WorkItem& item : items) bodies.push_back(request_body(item, args.get("model"), overrides));
+      for (const WorkItem& item : items) bodies.push_back(request_body(item, flags.model, overrides));
       const auto before = scrape ? parse_prometheus(fetch_metrics(endpoint)) : std::map<std::string, double>{};
       double duration = 0;
       const std::string title = variant + ", " + point.label;
@@ -265,15 +258,15 @@ int loadtest_command(const Words& words) {
     }
   }
 
-  if (args.has("json")) {
-    write_file(args.get("json"), report.dump(2) + "\n");
-    std::printf("wrote %s\n", args.get("json").c_str());
+  if (!flags.json.empty()) {
+    write_file(flags.json, report.dump(2) + "\n");
+    std::printf("wrote %s\n", flags.json.c_str());
   }
-  if (args.has("plots")) {
-    const std::filesystem::path dir = args.get("plots");
+  if (!flags.plots.empty()) {
+    const std::filesystem::path dir = flags.plots;
     std::filesystem::create_directories(dir);
-    const std::string load_label = args.has("concurrency") ? "concurrency (requests in flight)"
-                                                           : "offered rate (requests/s)";
+    const std::string load_label = !flags.concurrency.empty() ? "concurrency (requests in flight)"
+                                                              : "offered rate (requests/s)";
     const char* names[3] = {"output throughput (tokens/s)", "p99 TTFT (ms)", "p99 TPOT (ms)"};
     const char* files[3] = {"throughput.svg", "p99_ttft.svg", "p99_tpot.svg"};
     for (int i = 0; i < 3; ++i) {
@@ -301,4 +294,4 @@ int loadtest_command(const Words& words) {
   return 0;
 }
 
-}  // namespace tandem::cli
+}  // namespace tandem::loadtest

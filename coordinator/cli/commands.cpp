@@ -1,0 +1,26 @@
+#include "coordinator/cli/commands.h"
+
+namespace tandem::cli {
+
+CommandLine tandem_command_line() {
+  CommandLine cli("tandem",
+                  "Tandem: a speculative-decoding LLM server. `tandem COMMAND --help` lists a "
+                  "command's flags.\nBenchmarks: tandem-bench; load tests: tandem-loadtest.");
+  cli.add_command("serve",
+                  "serve a YAML deployment (configs/README.md) until SIGTERM or SIGINT; "
+                  "--check-config validates one without loading models",
+                  define_serve);
+  cli.add_command("generate",
+                  "stream a completion of --prompt to stdout: plain decoding, or speculative "
+                  "with --draft DIR or --ngram (the same output as the target alone)",
+                  define_generate);
+  cli.add_command("tokenize",
+                  "print the token ids of --text as JSON (--decode: ids to text)",
+                  define_tokenize);
+  cli.app().footer(
+      "Models run on --backend cpu (default) or --backend cuda [--device N] [--weight-dtype "
+      "bf16|fp16|fp32] (bf16 by default on cuda; docs/gpu.md).");
+  return cli;
+}
+
+}  // namespace tandem::cli

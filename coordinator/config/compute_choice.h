@@ -1,0 +1,42 @@
+// choose_compute: the rules for the compute backend and the weights' dtype,
+// written once for both ways of choosing them: a deployment's
+// placement.backend / placement.weight_dtype, and the --backend /
+// --weight-dtype flags of `tandem generate` and `tandem-bench`. Which words
+// are valid, that cuda needs a build with nvcc, that the weights default to
+// fp32 on cpu and bf16 on cuda, and that the cpu backend has fp32 only.
+#pragma once
+
+#include <optional>
+#include <string>
+
+#include "kernels/backend.h"
+#include "kernels/dtype.h"
+
+namespace tandem {
+
+struct ComputeChoice {
+  BackendKind backend = BackendKind::cpu;
+  Dtype weight_dtype = Dtype::f32;
+};
+
+// What is wrong, and with which of the two words (the caller says where it
+// was written: "FILE:LINE: placement.backend" or "--backend").
+struct ComputeProblem {
+  enum class Field { backend, weight_dtype };
+  Field field = Field::backend;
+  std::string message;  // "must be cpu or cuda, got \"tpu\""
+};
+
+struct ComputeResult {
+  ComputeChoice choice;
+  std::optional<ComputeProblem> problem;  // set: choice is meaningless
+};
+
+// backend: "cpu" or "cuda". weight_dtype: "bf16", "fp16" or "fp32"; nullopt
+// for the backend's default. cuda_words says how the caller's reader asks
+// for cuda ("backend: cuda", "--backend cuda"), for the hint in a message.
+ComputeResult choose_compute(const std::string& backend,
+                             const std::optional<std::string>& weight_dtype,
+                             const std::string& cuda_words);
+
+}  // namespace tandem

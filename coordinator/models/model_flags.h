@@ -1,0 +1,47 @@
+// The model flags that `tandem generate` and every `tandem-bench` suite
+// share: where the weights come from (a Hugging Face directory, or `--dummy
+// CONFIG` for random weights of any published shape), an optional draft
+// model, the KV cache size, and the backend. The backend and dtype rules are
+// the deployment's own (coordinator/config/compute_choice.h).
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+
+#include "coordinator/models/load_model.h"
+#include "kernels/backend.h"
+
+namespace CLI {
+class App;
+}
+
+namespace tandem {
+
+struct ModelFlags {
+  std::string model;        // --model DIR
+  std::string dummy;        // --dummy CONFIG_JSON
+  std::string draft;        // --draft DIR
+  std::string dummy_draft;  // --dummy-draft CONFIG_JSON
+  std::int64_t seed_weights = 1;
+  int kv_blocks = 0;  // 0: enough for 8 full contexts, at most 4096 blocks
+  int block_size = 16;
+  std::string backend = "cpu";
+  int device = 0;
+  std::string weight_dtype;  // "": the backend's default (bf16 on cuda)
+};
+
+// Registers the flags above on a command, writing into flags.
+void add_model_flags(CLI::App& command, ModelFlags& flags);
+
+struct OpenModel {
+  std::unique_ptr<Backend> backend;
+  LoadedModel target;
+  std::optional<LoadedModel> draft;  // with --draft DIR or --dummy-draft CONFIG_JSON
+};
+
+// Exactly one of --model and --dummy; at most one of --draft and --dummy-draft.
+// shard: this process's part of a tensor-parallel target (the draft is never split).
+OpenModel open_model(const ModelFlags& flags, const TensorShard& shard = {});
+
+}  // namespace tandem

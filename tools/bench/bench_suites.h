@@ -1,0 +1,20 @@
+// The `tandem-bench` suites, one file each; main.cpp registers them as
+// subcommands. Each define_* registers its flags (the model flags of
+// coordinator/models/model_flags.h, where it loads models, and its own) and
+// returns what runs once they are parsed. Benchmarks print numbers and
+// assert nothing; docs/benchmarks.md keeps the results.
+#pragma once
+
+#include "coordinator/cli/command_line.h"
+
+namespace tandem::bench {
+
+cli::Run define_forward(CLI::App& command);          // bench_forward.cpp
+cli::Run define_matmul(CLI::App& command);           // bench_matmul.cpp
+cli::Run define_speculative(CLI::App& command);      // bench_speculative.cpp
+cli::Run define_steps(CLI::App& command);            // bench_steps.cpp
+cli::Run define_batching(CLI::App& command);         // bench_batching.cpp
+cli::Run define_pipeline(CLI::App& command);         // bench_pipeline.cpp
+cli::Run define_tensor_parallel(CLI::App& command);  // bench_tensor_parallel.cpp (under mpirun)
+
+}  // namespace tandem::bench
