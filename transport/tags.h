@@ -29,7 +29,7 @@ enum class Tag : int {
   ack = 51,
   // Communicator::send_floats' default: the floats as a byte message.
   floats = 70,
-  // tandem bench tensor-parallel: rank 0 tells the waiting ranks that the
+  // tandem-bench tensor-parallel: rank 0 tells the waiting ranks that the
   // next layout may start.
   bench_release = 90,
 };

@@ -12,7 +12,7 @@ export TANDEM_DEB_ARCH
 tandem_lib=$TANDEM_DEB_ROOT/usr/lib/$TANDEM_DEB_ARCH
 
 # CMake: the packages' config files (yaml-cpp, GTest, benchmark, Boost,
-# nlohmann_json), headers and libraries. The second prefix covers hosts
+# nlohmann_json, CLI11), headers and libraries. The second prefix covers hosts
 # whose compiler reports no multiarch folder (not Debian or Ubuntu).
 export CMAKE_PREFIX_PATH=$TANDEM_DEB_ROOT/usr:$tandem_lib${CMAKE_PREFIX_PATH:+:$CMAKE_PREFIX_PATH}
 export CMAKE_INCLUDE_PATH=$TANDEM_DEB_ROOT/usr/include${CMAKE_INCLUDE_PATH:+:$CMAKE_INCLUDE_PATH}
