@@ -17,7 +17,7 @@ CommandLine tandem_command_line() {
   cli.add_command("tokenize",
                   "print the token ids of --text as JSON (--decode: ids to text)",
                   define_tokenize);
-  cli.app().footer(
+  cli.program().footer(
       "Models run on --backend cpu (default) or --backend cuda [--device N] [--weight-dtype "
       "bf16|fp16|fp32] (bf16 by default on cuda; docs/gpu.md).");
   return cli;

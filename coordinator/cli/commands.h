@@ -5,13 +5,13 @@
 // the load generator `tandem-loadtest` (tools/loadtest/).
 #pragma once
 
-#include "coordinator/cli/command_line.h"
+#include "common/command_line.h"
 
 namespace tandem::cli {
 
-Run define_serve(CLI::App& command);     // serve_command.cpp
-Run define_generate(CLI::App& command);  // generate_command.cpp
-Run define_tokenize(CLI::App& command);  // tokenize_command.cpp
+Run define_serve(Command& command);     // serve_command.cpp
+Run define_generate(Command& command);  // generate_command.cpp
+Run define_tokenize(Command& command);  // tokenize_command.cpp
 
 // The whole `tandem` command line, every command registered (commands.cpp).
 CommandLine tandem_command_line();

@@ -145,10 +145,10 @@ int generate(const GenerateFlags& flags) {
 
 }  // namespace
 
-Run define_generate(CLI::App& command) {
+Run define_generate(Command& command) {
   auto flags = std::make_shared<GenerateFlags>();
   add_model_flags(command, flags->model);
-  add_value(command, "--prompt", flags->prompt, "the text to continue")->required();
+  add_value(command, "--prompt", flags->prompt, "the text to continue").required();
   add_value(command, "--max-tokens", flags->max_tokens, "new tokens at most");
   add_value(command, "--temperature", flags->temperature, "0 = greedy");
   add_value(command, "--top-k", flags->top_k, "keep the k most likely tokens; 0 = off");
@@ -156,7 +156,7 @@ Run define_generate(CLI::App& command) {
   add_value(command, "--seed", flags->seed, "seed of the sampling draws");
   add_value(command, "--gamma", flags->gamma,
             "tokens drafted per step (>= 0), or auto (chosen from measured alpha and costs)")
-      ->type_name("N|auto");
+      .type_name("N|auto");
   add_value(command, "--max-gamma", flags->max_gamma, "the largest gamma auto may choose");
   add_value(command, "--lenience", flags->lenience,
             "1 = lossless; < 1 accepts more drafted tokens, no longer exactly the target's "

@@ -33,21 +33,21 @@ DeploymentConfig deployment_with_overrides(const std::string& path, const ServeF
 
 }  // namespace
 
-Run define_serve(CLI::App& command) {
+Run define_serve(Command& command) {
   auto flags = std::make_shared<ServeFlags>();
-  CLI::Option* config_flag =
-      add_value(command, "--config", flags->config, "the deployment to serve")->type_name("FILE");
+  Flag config_flag =
+      add_value(command, "--config", flags->config, "the deployment to serve").type_name("FILE");
   add_value(command, "--check-config", flags->check_config,
             "check this deployment (and --host/--port) as serve would, print what it would "
             "run, and exit; loads no model")
-      ->type_name("FILE")
-      ->excludes(config_flag);
+      .type_name("FILE")
+      .excludes(config_flag);
   add_value(command, "--host", flags->host,
             "listen on this IP address instead of server.host")
-      ->type_name("IP");
+      .type_name("IP");
   add_value(command, "--port", flags->port,
             "listen on this port instead of server.port (0: any free port, printed at start)")
-      ->type_name("N");
+      .type_name("N");
   return [flags] {
     if (!flags->check_config.empty()) {
       const DeploymentConfig config = deployment_with_overrides(flags->check_config, *flags);

@@ -67,14 +67,14 @@ int tokenize(const TokenizeFlags& flags) {
 
 }  // namespace
 
-Run define_tokenize(CLI::App& command) {
+Run define_tokenize(Command& command) {
   auto flags = std::make_shared<TokenizeFlags>();
   add_value(command, "--model", flags->model, "a directory with tokenizer.json")
-      ->type_name("DIR")
-      ->required();
+      .type_name("DIR")
+      .required();
   add_value(command, "--text", flags->text,
             "the text to encode; with --decode a JSON array of ids, e.g. '[9906,1917]'")
-      ->required();
+      .required();
   add_switch(command, "--decode", flags->decode, "ids to text instead of text to ids");
   add_switch(command, "--no-special", flags->no_special,
              "encoding: add no BOS/EOS from the tokenizer's template; decoding: drop special "

@@ -1,7 +1,5 @@
 #include "coordinator/models/model_flags.h"
 
-#include <CLI/CLI.hpp>
-
 #include "common/error.h"
 #include "coordinator/config/compute_choice.h"
 
@@ -36,40 +34,31 @@ std::unique_ptr<Backend> open_backend(const ModelFlags& flags) {
   return make_backend(compute.choice.backend, flags.device, compute.choice.weight_dtype);
 }
 
-// A flag with a value, its default shown in --help. A number must be one
-// ("" would silently read as 0).
-template <typename T>
-CLI::Option* add_value(CLI::App& command, const std::string& name, T& value,
-                       const std::string& description) {
-  CLI::Option* option = command.add_option(name, value, description);
-  if constexpr (std::is_arithmetic_v<T>) option->check(CLI::Validator(CLI::Number).description(""));
-  return option;
-}
-
 }  // namespace
 
-void add_model_flags(CLI::App& command, ModelFlags& flags) {
+void add_model_flags(cli::Command& command, ModelFlags& flags) {
+  using cli::add_value;
   add_value(command, "--model", flags.model, "a Hugging Face checkpoint directory")
-      ->type_name("DIR");
+      .type_name("DIR");
   add_value(command, "--dummy", flags.dummy,
             "random weights of the shape in this config.json instead of --model "
             "(configs/shapes/)")
-      ->type_name("CONFIG_JSON");
+      .type_name("CONFIG_JSON");
   add_value(command, "--draft", flags.draft, "a draft model's checkpoint directory")
-      ->type_name("DIR");
+      .type_name("DIR");
   add_value(command, "--dummy-draft", flags.dummy_draft,
             "a draft of random weights of this shape instead of --draft")
-      ->type_name("CONFIG_JSON");
+      .type_name("CONFIG_JSON");
   add_value(command, "--seed-weights", flags.seed_weights, "seed of the dummy weights");
   add_value(command, "--kv-blocks", flags.kv_blocks,
             "KV cache blocks per model; 0: enough for 8 full contexts, at most 4096");
   add_value(command, "--block-size", flags.block_size, "tokens per KV cache block");
   add_value(command, "--backend", flags.backend, "cpu, or cuda (a build with nvcc; docs/gpu.md)")
-      ->type_name("cpu|cuda");
+      .type_name("cpu|cuda");
   add_value(command, "--device", flags.device, "the CUDA device (with --backend cuda)");
   add_value(command, "--weight-dtype", flags.weight_dtype,
             "the weights' dtype; by default fp32 on cpu (its only one), bf16 on cuda")
-      ->type_name("bf16|fp16|fp32");
+      .type_name("bf16|fp16|fp32");
 }
 
 OpenModel open_model(const ModelFlags& flags, const TensorShard& shard) {

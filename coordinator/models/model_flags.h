@@ -9,12 +9,9 @@
 #include <optional>
 #include <string>
 
+#include "common/command_line.h"
 #include "coordinator/models/load_model.h"
 #include "kernels/backend.h"
-
-namespace CLI {
-class App;
-}
 
 namespace tandem {
 
@@ -32,7 +29,7 @@ struct ModelFlags {
 };
 
 // Registers the flags above on a command, writing into flags.
-void add_model_flags(CLI::App& command, ModelFlags& flags);
+void add_model_flags(cli::Command& command, ModelFlags& flags);
 
 struct OpenModel {
   std::unique_ptr<Backend> backend;

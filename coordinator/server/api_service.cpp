@@ -46,11 +46,11 @@ ApiService::ApiService(ServiceSettings settings, ServerMetrics& metrics)
                         std::chrono::system_clock::now().time_since_epoch())
                         .count()) {}
 
-void ApiService::attach(EngineLoop& scheduler, Tokenizer tokenizer, const ModelFacts& facts) {
+void ApiService::attach(EngineLoop& engine_loop, Tokenizer tokenizer, const ModelFacts& facts) {
   model_ = facts;
   settings_.limits.vocab_size = facts.vocab_size;
   tokenizer_.emplace(std::move(tokenizer));
-  scheduler_.store(&scheduler);
+  engine_loop_.store(&engine_loop);
 }
 
 bool ApiService::authorized(const http::Request& request) const {
@@ -95,7 +95,7 @@ boost::asio::awaitable<void> ApiService::handle(http::Exchange& exchange) {
   } else if (path == "/v1/completions") {
     co_await complete(exchange);
   } else if (path == "/v1/models") {
-    if (scheduler_.load()) {
+    if (engine_loop_.load()) {
       co_await exchange.respond(http::make_response(
           request, bhttp::status::ok,
           api::models_json(settings_.served_model_name, created_unix_, "tandem",

@@ -9,7 +9,7 @@
 // Errors are OpenAI-shaped JSON. When an API key is configured, /v1/* needs
 // `Authorization: Bearer <key>`. The service starts "loading" (so /health
 // answers while checkpoints load), becomes ready once attach() hands it the
-// scheduler, and refuses new completions with 503 once draining.
+// engine loop, and refuses new completions with 503 once draining.
 #pragma once
 
 #include <atomic>
@@ -54,10 +54,10 @@ class ApiService {
   ApiService(ServiceSettings settings, ServerMetrics& metrics);
 
   // Models are loaded: serve completions from now on.
-  void attach(EngineLoop& scheduler, Tokenizer tokenizer, const ModelFacts& facts);
+  void attach(EngineLoop& engine_loop, Tokenizer tokenizer, const ModelFacts& facts);
   // Shutting down: refuse new completions (503), let running ones finish.
   void drain() { draining_.store(true); }
-  bool ready() const { return scheduler_.load() != nullptr && !draining_.load(); }
+  bool ready() const { return engine_loop_.load() != nullptr && !draining_.load(); }
 
   boost::asio::awaitable<void> handle(http::Exchange& exchange);
 
@@ -69,10 +69,10 @@ class ApiService {
   bool authorized(const http::Request& request) const;
 
   ServiceSettings settings_;
-  ModelFacts model_;  // set by attach(), before scheduler_ (release/acquire)
+  ModelFacts model_;  // set by attach(), before engine_loop_ (release/acquire)
   ServerMetrics& metrics_;
-  std::atomic<EngineLoop*> scheduler_{nullptr};
-  std::optional<Tokenizer> tokenizer_;  // set before scheduler_ (release/acquire)
+  std::atomic<EngineLoop*> engine_loop_{nullptr};
+  std::optional<Tokenizer> tokenizer_;  // set before engine_loop_ (release/acquire)
   std::atomic<bool> draining_{false};
   int64_t created_unix_ = 0;  // reported as the model's creation time
 };

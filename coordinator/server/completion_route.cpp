@@ -1,5 +1,5 @@
 // POST /v1/completions: parse, tokenize, check against the model, hand the
-// job to the scheduler, then wait for its text without blocking a thread:
+// job to the engine loop, then wait for its text without blocking a thread:
 // the connection's coroutine sleeps on a timer that the engine thread's
 // wake-up cancels, and looks at the socket every few tens of milliseconds
 // so that a client that hangs up cancels its session.
@@ -119,10 +119,10 @@ CompletionJob ApiService::make_job(const api::CompletionRequest& request,
 
 asio::awaitable<void> ApiService::complete(http::Exchange& exchange) {
   const http::Request& http_request = exchange.request();
-  EngineLoop* scheduler = scheduler_.load();
-  if (!scheduler || draining_.load()) {
+  EngineLoop* engine_loop = engine_loop_.load();
+  if (!engine_loop || draining_.load()) {
     co_await exchange.respond(error_response(
-        http_request, api::unavailable(scheduler ? "the server is shutting down"
+        http_request, api::unavailable(engine_loop ? "the server is shutting down"
                                                  : "the models are still loading; see GET /ready")));
     co_return;
   }
@@ -149,7 +149,7 @@ asio::awaitable<void> ApiService::complete(http::Exchange& exchange) {
   };
   job.stream = std::make_shared<CompletionStream>(wake);
   std::shared_ptr<CompletionStream> stream = job.stream;
-  if (!scheduler->submit(job)) {
+  if (!engine_loop->submit(job)) {
     co_await exchange.respond(error_response(
         http_request, api::rate_limited("the request queue is full (scheduler.max_queued_requests); "
                                         "retry after a moment")));

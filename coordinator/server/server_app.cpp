@@ -67,14 +67,14 @@ ModelFacts model_facts(const ModelConfig& target, const Tokenizer& tokenizer) {
 }  // namespace
 
 // Declared in the order they are built; destroyed in reverse, so the HTTP
-// threads stop before the scheduler, the scheduler before the engine, and
+// threads stop before the engine loop, the engine loop before the engine, and
 // the engine before the parts it runs on (the base, destroyed last).
 struct ServerApp::Parts : EngineParts {
   ServerMetrics metrics;
   std::unique_ptr<ApiService> service;
   std::unique_ptr<http::HttpServer> http;
   std::unique_ptr<SpeculativeEngine> engine;
-  std::unique_ptr<EngineLoop> scheduler;
+  std::unique_ptr<EngineLoop> engine_loop;
   mutable std::mutex lost_mutex;
   std::string lost;  // why another rank is lost; empty while all answer
 };
@@ -87,7 +87,7 @@ ServerApp::ServerApp(DeploymentConfig config, std::ostream& log, std::unique_ptr
 
 ServerApp::~ServerApp() {
   if (parts_->http) parts_->http->stop();
-  if (parts_->scheduler) parts_->scheduler->stop();
+  if (parts_->engine_loop) parts_->engine_loop->stop();
 }
 
 std::string ServerApp::lost() const {
@@ -133,10 +133,10 @@ void ServerApp::start() {
   parts.engine->calibrate();
 
   const Tokenizer& tokenizer = *parts.target.tokenizer;
-  EngineLoopOptions scheduler_options;
-  scheduler_options.max_queued = static_cast<size_t>(config.scheduler.max_queued_requests);
+  EngineLoopOptions loop_options;
+  loop_options.max_queued = static_cast<size_t>(config.scheduler.max_queued_requests);
   if (host_->can_lose_ranks()) {
-    scheduler_options.on_lost = [&parts](const std::string& why) {
+    loop_options.on_lost = [&parts](const std::string& why) {
       {
         std::lock_guard lock(parts.lost_mutex);
         parts.lost = why;
@@ -144,11 +144,11 @@ void ServerApp::start() {
       kill(getpid(), SIGUSR1);  // run_until_signalled's sigwait() takes it
     };
   }
-  parts.scheduler = std::make_unique<EngineLoop>(
+  parts.engine_loop = std::make_unique<EngineLoop>(
       *parts.engine, *parts.target.cache, parts.draft ? parts.draft->cache.get() : nullptr,
-      tokenizer, parts.metrics, scheduler_options);
-  parts.scheduler->start();
-  parts.service->attach(*parts.scheduler, tokenizer, model_facts(parts.target.config, tokenizer));
+      tokenizer, parts.metrics, loop_options);
+  parts.engine_loop->start();
+  parts.service->attach(*parts.engine_loop, tokenizer, model_facts(parts.target.config, tokenizer));
   const std::filesystem::path& target =
       config.target.load_format == LoadFormat::dummy ? config.target.shape : config.target.path;
   log_line(log_, "ready: ", config.server.served_model_name, " (target ", target.string(),
@@ -160,7 +160,7 @@ void ServerApp::shutdown() {
   Parts& parts = *parts_;
   if (!parts.http) return;
   parts.service->drain();
-  if (!parts.scheduler) {  // still loading
+  if (!parts.engine_loop) {  // still loading
     parts.http->stop();
     parts.http.reset();
     host_->stop();
@@ -169,20 +169,20 @@ void ServerApp::shutdown() {
   parts.http->stop_accepting();
   const auto grace = std::chrono::duration<double>(config_.server.shutdown_grace_seconds);
   const auto deadline = std::chrono::steady_clock::now() + grace;
-  while (parts.scheduler->in_flight() > 0 && std::chrono::steady_clock::now() < deadline)
+  while (parts.engine_loop->in_flight() > 0 && std::chrono::steady_clock::now() < deadline)
     std::this_thread::sleep_for(20ms);
-  if (parts.scheduler->in_flight() > 0) {
-    log_line(log_, "cancelling ", parts.scheduler->in_flight(),
+  if (parts.engine_loop->in_flight() > 0) {
+    log_line(log_, "cancelling ", parts.engine_loop->in_flight(),
              " requests still running after the grace period");
-    parts.scheduler->cancel_all(api::unavailable("the server is shutting down"));
+    parts.engine_loop->cancel_all(api::unavailable("the server is shutting down"));
     const auto flush_deadline = std::chrono::steady_clock::now() + 1s;
-    while (parts.scheduler->in_flight() > 0 && std::chrono::steady_clock::now() < flush_deadline)
+    while (parts.engine_loop->in_flight() > 0 && std::chrono::steady_clock::now() < flush_deadline)
       std::this_thread::sleep_for(10ms);
   }
   // Let the connections write what the last steps published.
   std::this_thread::sleep_for(100ms);
   parts.http->stop();
-  parts.scheduler->stop();
+  parts.engine_loop->stop();
   parts.http.reset();
   host_->stop();
   // A lost rank ends the job without waiting for what the others still send.

@@ -2,7 +2,7 @@
 // binary) and of `tandem`'s own command line: values, defaults, lists, and
 // every malformed command line refused with exit 2 and a message naming the
 // argument, never silently read as something else.
-#include "coordinator/cli/command_line.h"
+#include "common/command_line.h"
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
@@ -34,9 +34,9 @@ struct Outcome {
 
 Outcome parse(Parsed& parsed, std::vector<std::string> words, bool required_model = false) {
   CommandLine cli("prog", "a test program");
-  cli.add_command("run", "the command", [&](CLI::App& command) -> Run {
-    CLI::Option* model = add_value(command, "--model", parsed.model, "a directory");
-    if (required_model) model->required();
+  cli.add_command("run", "the command", [&](Command& command) -> Run {
+    Flag model = add_value(command, "--model", parsed.model, "a directory");
+    if (required_model) model.required();
     add_value(command, "--max-tokens", parsed.max_tokens, "new tokens");
     add_value(command, "--temperature", parsed.temperature, "softmax temperature");
     add_number_list(command, "--temperatures", parsed.temperatures, "a list");

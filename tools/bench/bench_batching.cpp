@@ -137,7 +137,7 @@ int bench_batching(const BatchingFlags& flags) {
 
 }  // namespace
 
-cli::Run define_batching(CLI::App& command) {
+cli::Run define_batching(cli::Command& command) {
   auto flags = std::make_shared<BatchingFlags>();
   add_model_flags(command, flags->model);
   cli::add_number_list(command, "--batches", flags->batches, "the batch sizes to run");

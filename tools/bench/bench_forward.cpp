@@ -116,7 +116,7 @@ int bench_forward(const ForwardFlags& flags) {
 
 }  // namespace
 
-cli::Run define_forward(CLI::App& command) {
+cli::Run define_forward(cli::Command& command) {
   auto flags = std::make_shared<ForwardFlags>();
   add_model_flags(command, flags->model);
   cli::add_value(command, "--decode-tokens", flags->decode_tokens,

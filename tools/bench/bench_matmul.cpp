@@ -66,7 +66,7 @@ int bench_matmul(double min_seconds) {
 
 }  // namespace
 
-cli::Run define_matmul(CLI::App& command) {
+cli::Run define_matmul(cli::Command& command) {
   auto seconds = std::make_shared<double>(0.3);
   cli::add_value(command, "--seconds", *seconds, "time each side at least this long per shape");
   return [seconds] { return bench_matmul(*seconds); };

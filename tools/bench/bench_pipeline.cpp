@@ -130,7 +130,7 @@ int bench_pipeline(const PipelineFlags& flags) {
 
 }  // namespace
 
-cli::Run define_pipeline(CLI::App& command) {
+cli::Run define_pipeline(cli::Command& command) {
   auto flags = std::make_shared<PipelineFlags>();
   add_model_flags(command, flags->model);
   cli::add_number_list(command, "--batches", flags->batches, "the batch sizes to run");

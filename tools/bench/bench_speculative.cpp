@@ -175,7 +175,7 @@ int bench_speculative(const SpeculativeFlags& flags) {
 
 }  // namespace
 
-cli::Run define_speculative(CLI::App& command) {
+cli::Run define_speculative(cli::Command& command) {
   auto flags = std::make_shared<SpeculativeFlags>();
   add_model_flags(command, flags->model);
   cli::add_value(command, "--max-tokens", flags->max_tokens, "new tokens per prompt");
@@ -184,7 +184,7 @@ cli::Run define_speculative(CLI::App& command) {
   cli::add_number_list(command, "--temperatures", flags->temperatures, "the temperatures to run");
   cli::add_value(command, "--prompts-file", flags->prompts_file,
                  "prompts, one per line (default: eight English openings)")
-      ->type_name("FILE");
+      .type_name("FILE");
   cli::add_switch(command, "--no-ngram", flags->no_ngram, "the draft model only, no n-gram runs");
   return [flags] { return bench_speculative(*flags); };
 }

@@ -102,7 +102,7 @@ int bench_steps(const StepsFlags& flags) {
 
 }  // namespace
 
-cli::Run define_steps(CLI::App& command) {
+cli::Run define_steps(cli::Command& command) {
   auto flags = std::make_shared<StepsFlags>();
   add_model_flags(command, flags->model);
   cli::add_number_list(command, "--batches", flags->batches, "the batch sizes to time");

@@ -5,16 +5,16 @@
 // assert nothing; docs/benchmarks.md keeps the results.
 #pragma once
 
-#include "coordinator/cli/command_line.h"
+#include "common/command_line.h"
 
 namespace tandem::bench {
 
-cli::Run define_forward(CLI::App& command);          // bench_forward.cpp
-cli::Run define_matmul(CLI::App& command);           // bench_matmul.cpp
-cli::Run define_speculative(CLI::App& command);      // bench_speculative.cpp
-cli::Run define_steps(CLI::App& command);            // bench_steps.cpp
-cli::Run define_batching(CLI::App& command);         // bench_batching.cpp
-cli::Run define_pipeline(CLI::App& command);         // bench_pipeline.cpp
-cli::Run define_tensor_parallel(CLI::App& command);  // bench_tensor_parallel.cpp (under mpirun)
+cli::Run define_forward(cli::Command& command);          // bench_forward.cpp
+cli::Run define_matmul(cli::Command& command);           // bench_matmul.cpp
+cli::Run define_speculative(cli::Command& command);      // bench_speculative.cpp
+cli::Run define_steps(cli::Command& command);            // bench_steps.cpp
+cli::Run define_batching(cli::Command& command);         // bench_batching.cpp
+cli::Run define_pipeline(cli::Command& command);         // bench_pipeline.cpp
+cli::Run define_tensor_parallel(cli::Command& command);  // bench_tensor_parallel.cpp (under mpirun)
 
 }  // namespace tandem::bench

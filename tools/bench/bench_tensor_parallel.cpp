@@ -178,7 +178,7 @@ int bench_tensor_parallel(const TensorParallelFlags& flags) {
 
 }  // namespace
 
-cli::Run define_tensor_parallel(CLI::App& command) {
+cli::Run define_tensor_parallel(cli::Command& command) {
   auto flags = std::make_shared<TensorParallelFlags>();
   add_model_flags(command, flags->model);
   cli::add_value(command, "--steps", flags->steps, "timed decode steps per layout");

@@ -25,7 +25,7 @@ int main(int argc, char** argv) {
   cli.add_command("tensor-parallel",
                   "TP 1 vs TP N step times, communication apart (under mpirun -np N)",
                   define_tensor_parallel);
-  cli.app().footer(
+  cli.program().footer(
       "Models run on --backend cpu (default) or --backend cuda [--device N] [--weight-dtype "
       "bf16|fp16|fp32] (bf16 by default on cuda; docs/gpu.md).");
   return cli.run(tandem::cli::words_of(argc, argv), std::cout, std::cerr);

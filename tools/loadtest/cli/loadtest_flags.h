@@ -7,7 +7,7 @@
 #include <optional>
 #include <string>
 
-#include "coordinator/cli/command_line.h"
+#include "common/command_line.h"
 
 namespace tandem::loadtest {
 
@@ -40,7 +40,7 @@ struct LoadtestFlags {
 };
 
 // Registers the flags above on app, writing into flags.
-void add_loadtest_flags(CLI::App& app, LoadtestFlags& flags);
+void add_loadtest_flags(cli::Command& app, LoadtestFlags& flags);
 
 // Runs the sweep the flags describe; the exit code (loadtest_command.cpp).
 int run_loadtest(const LoadtestFlags& flags);

@@ -12,7 +12,7 @@ int main(int argc, char** argv) {
                        "(ours or a peer's), in vLLM `bench serve`'s terms "
                        "(tools/loadtest/README.md).");
   auto flags = std::make_shared<loadtest::LoadtestFlags>();
-  loadtest::add_loadtest_flags(cli.app(), *flags);
+  loadtest::add_loadtest_flags(cli.program(), *flags);
   cli.set_run([flags] { return loadtest::run_loadtest(*flags); });
   return cli.run(cli::words_of(argc, argv), std::cout, std::cerr);
 }

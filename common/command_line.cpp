@@ -1,8 +1,13 @@
-#include "coordinator/cli/command_line.h"
+#include "common/command_line.h"
+
+#include <CLI/CLI.hpp>
 
 #include <algorithm>
+#include <cstdint>
 #include <cstdlib>
+#include <optional>
 #include <ostream>
+#include <type_traits>
 
 #include "common/error.h"
 
@@ -17,8 +22,27 @@ std::string command_name(const std::string& program, const CLI::App& app) {
 
 }  // namespace
 
+Flag& Flag::type_name(const std::string& name) {
+  option_->type_name(name);
+  return *this;
+}
+
+Flag& Flag::required() {
+  option_->required();
+  return *this;
+}
+
+Flag& Flag::excludes(const Flag& other) {
+  option_->excludes(other.option_);
+  return *this;
+}
+
+void Command::footer(const std::string& text) { app_->footer(text); }
+
 CommandLine::CommandLine(const std::string& program, const std::string& description)
-    : program_(program), app_(std::make_unique<CLI::App>(description, program)) {
+    : program_(program),
+      app_(std::make_unique<CLI::App>(description, program)),
+      program_command_(*app_) {
   // Every flag's default is shown in --help; a flag given twice keeps the
   // last value (as scripts that append an override expect).
   app_->option_defaults()->always_capture_default()->multi_option_policy(
@@ -26,14 +50,19 @@ CommandLine::CommandLine(const std::string& program, const std::string& descript
   app_->set_help_flag("-h,--help", "print this help and exit");
 }
 
-CLI::App& CommandLine::add_command(const std::string& name, const std::string& description,
-                                   const std::function<Run(CLI::App&)>& define) {
-  CLI::App* command = app_->add_subcommand(name, description);
-  command->set_help_flag("-h,--help", "print this help and exit");
-  runs_[command] = define(*command);
+CommandLine::~CommandLine() = default;
+CommandLine::CommandLine(CommandLine&&) noexcept = default;
+
+void CommandLine::add_command(const std::string& name, const std::string& description,
+                              const std::function<Run(Command&)>& define) {
+  CLI::App* app = app_->add_subcommand(name, description);
+  app->set_help_flag("-h,--help", "print this help and exit");
+  Command command(*app);
+  runs_[app] = define(command);
   app_->require_subcommand(0, 1);
-  return *command;
 }
+
+void CommandLine::set_run(Run run) { runs_[app_.get()] = std::move(run); }
 
 int CommandLine::parse(const std::vector<std::string>& args, std::ostream& out,
                        std::ostream& err) {
@@ -119,19 +148,55 @@ std::vector<double> parse_number_list(const std::string& flag, const std::string
   return *numbers;
 }
 
-CLI::Option* add_number_list(CLI::App& app, const std::string& name, std::string& text,
-                             const std::string& description) {
+Flag add_number_list(Command& command, const std::string& name, std::string& text,
+                     const std::string& description) {
   const CLI::Validator numbers(
       [](std::string& given) -> std::string {
         return numbers_of(given) ? "" : "wants comma-separated numbers, got '" + given + "'";
       },
       "");
-  return app.add_option(name, text, description)->check(numbers)->type_name("N[,N...]");
+  return Flag(
+      command.app().add_option(name, text, description)->check(numbers)->type_name("N[,N...]"));
 }
 
-CLI::Option* add_switch(CLI::App& app, const std::string& name, bool& on,
-                        const std::string& description) {
-  return app.add_flag(name, on, description)->disable_flag_override();
+Flag add_switch(Command& command, const std::string& name, bool& on,
+                const std::string& description) {
+  return Flag(command.app().add_flag(name, on, description)->disable_flag_override());
 }
+
+namespace {
+
+template <typename T>
+inline constexpr bool kIsNumber = std::is_arithmetic_v<T>;
+template <typename T>
+inline constexpr bool kIsNumber<std::optional<T>> = std::is_arithmetic_v<T>;
+
+}  // namespace
+
+template <typename T>
+Flag add_value(Command& command, const std::string& name, T& value,
+               const std::string& description) {
+  CLI::Option* option = command.app().add_option(name, value, description);
+  if constexpr (kIsNumber<T>) {
+    option->check(CLI::Validator(CLI::Number).description(""));
+  }
+  return Flag(option);
+}
+
+// The value types Tandem's flags use (add_value's comment in the header).
+#define TANDEM_FLAG_TYPE(T)                                                      \
+  template Flag add_value<T>(Command&, const std::string&, T&, const std::string&); \
+  template Flag add_value<std::optional<T>>(Command&, const std::string&, std::optional<T>&, \
+                                            const std::string&);
+TANDEM_FLAG_TYPE(std::string)
+TANDEM_FLAG_TYPE(int)
+TANDEM_FLAG_TYPE(long)
+TANDEM_FLAG_TYPE(long long)
+TANDEM_FLAG_TYPE(unsigned)
+TANDEM_FLAG_TYPE(unsigned long)
+TANDEM_FLAG_TYPE(unsigned long long)
+TANDEM_FLAG_TYPE(float)
+TANDEM_FLAG_TYPE(double)
+#undef TANDEM_FLAG_TYPE
 
 }  // namespace tandem::cli
