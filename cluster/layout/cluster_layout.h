@@ -2,10 +2,9 @@
 // placement (docs/design.md, "Roles"). Every rank reads the same config and
 // computes the same layout, so no rank has to be told who is who.
 //
-// RankPlacement is the cluster wing's own copy of what it needs from the
-// config's placement section: plain numbers, filled in by the composition
-// root (coordinator/deployment/), so that nothing here depends on how the
-// config is read.
+// RankPlacement is what the cluster wing needs of a deployment's placement:
+// plain numbers, nothing about how the config is read. The config's
+// PlacementConfig extends it (coordinator/config/deployment_config.h).
 #pragma once
 
 #include <string>

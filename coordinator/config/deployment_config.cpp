@@ -120,12 +120,6 @@ ModelSource read_model(const ConfigSection& section) {
 
 }  // namespace
 
-int PlacementConfig::world_size() const {
-  int highest = std::max(coordinator_rank, draft_rank);
-  for (int rank : target_ranks) highest = std::max(highest, rank);
-  return highest + 1;
-}
-
 namespace {
 
 PlacementConfig read_placement(const ConfigSection& section, bool has_draft) {

@@ -18,6 +18,7 @@
 #include <string>
 #include <vector>
 
+#include "cluster/layout/cluster_layout.h"  // RankPlacement
 #include "kernels/backend.h"  // BackendKind
 #include "workers/speculation/pipeline_policy.h"
 #include "workers/speculation/speculation_tuning.h"
@@ -48,34 +49,17 @@ struct ModelSource {
 };
 
 // placement: which backend runs the models, with how many threads, and
-// which ranks of an MPI job take which role (DESIGN.md, "Roles"). The
+// which ranks of an MPI job take which role (docs/design.md, "Roles"). The
 // defaults put every role on rank 0: one process, no launcher needed.
-struct PlacementConfig {
-  BackendKind backend = BackendKind::cpu;
+// The ranks and devices are the cluster wing's RankPlacement
+// (cluster/layout/cluster_layout.h), which reads them from here as they are.
+struct PlacementConfig : RankPlacement {
   Dtype weight_dtype = Dtype::f32;         // of weight matrices: f32 on cpu; bf16 or f16 on cuda
   bool cuda_graphs = true;  // replay repeated step shapes as CUDA graphs (Backend::begin_step_graph)
   bool batch_invariant = false;  // cuda: every matmul on the batch-invariant kernel (Backend::set_batch_invariant)
   int threads = 0;                         // 0: all cores
-  int coordinator_rank = 0;      // HTTP server, tokenizer, scheduler, engine
-  int draft_rank = 0;            // the draft model (may be the coordinator's own)
-  int draft_device = 0;          // its GPU on its host (cuda backend)
-  std::vector<int> target_ranks = {0};  // the target's tensor-parallel group, in TP order
-  std::vector<int> target_devices;      // their GPUs (cuda backend); empty = all 0
-  double step_timeout_seconds = 30;     // a rank silent this long in a step is lost
-  std::string source;  // "FILE:LINE" of the placement section, for errors found at start
 
-  int tensor_parallel() const { return static_cast<int>(target_ranks.size()); }
-  // Processes the job must have: one past the highest rank named.
-  int world_size() const;
   bool distributed() const { return world_size() > 1; }
-  bool draft_is_remote() const { return draft_rank != coordinator_rank; }
-  // The GPU of target shard tp_rank on its host (cuda backend).
-  int target_device(int tp_rank) const {
-    return target_devices.empty() ? 0 : target_devices[static_cast<size_t>(tp_rank)];
-  }
-  bool target_is_remote() const {
-    return target_ranks.size() != 1 || target_ranks[0] != coordinator_rank;
-  }
 };
 
 // Who proposes the tokens the target verifies (workers/speculation/ has each drafter).

@@ -16,7 +16,6 @@
 #include "common/error.h"
 #include "common/log_line.h"
 #include "coordinator/deployment/engine_hosts.h"
-#include "coordinator/deployment/rank_placement.h"
 #include "coordinator/models/load_model.h"
 #include "coordinator/server/server_app.h"
 #include "transport/world_communicator.h"
@@ -73,7 +72,7 @@ int serve_in_role(DeploymentConfig config) {
   }
 
   const ClusterLayout layout =
-      make_cluster_layout(rank_placement(config.placement), world->rank(), world->size());
+      make_cluster_layout(config.placement, world->rank(), world->size());
   // Collective over the whole job: every rank calls it, shards get their group.
   std::unique_ptr<Communicator> tp_group = connect_tp_group(*world, layout);
   // Also collective: the draft rank's q rows link (NCCL between the draft's

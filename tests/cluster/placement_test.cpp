@@ -1,7 +1,7 @@
 // Tests of placement: the ranks and roles of an MPI job in the YAML
 // (coordinator/config) and the layout each rank derives from it
-// (cluster/layout/cluster_layout, from the plain numbers of
-// coordinator/deployment/rank_placement). Every mistake names the key and line.
+// (cluster/layout/cluster_layout, from the RankPlacement a PlacementConfig
+// is). Every mistake names the key and line.
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
@@ -12,7 +12,6 @@
 #include "tests/coordinator/deployment_error.h"
 #include "cluster/layout/cluster_layout.h"
 #include "coordinator/config/deployment_config.h"
-#include "coordinator/deployment/rank_placement.h"
 
 namespace tandem {
 namespace {
@@ -55,11 +54,11 @@ TEST(Placement, ClusterCpuYamlIsFourRanksWithATensorParallelTarget) {
   const std::vector<Role> roles = {Role::coordinator, Role::draft, Role::target_shard,
                                    Role::target_shard};
   for (int rank = 0; rank < 4; ++rank) {
-    const ClusterLayout layout = make_cluster_layout(rank_placement(placement), rank, 4);
+    const ClusterLayout layout = make_cluster_layout(placement, rank, 4);
     EXPECT_EQ(layout.role, roles[static_cast<size_t>(rank)]) << rank;
   }
-  EXPECT_EQ(make_cluster_layout(rank_placement(placement), 3, 4).tp_rank, 1);
-  const ClusterLayout layout = make_cluster_layout(rank_placement(placement), 0, 4);
+  EXPECT_EQ(make_cluster_layout(placement, 3, 4).tp_rank, 1);
+  const ClusterLayout layout = make_cluster_layout(placement, 0, 4);
   EXPECT_EQ(layout.describe(0), "rank 0 (coordinator)");
   EXPECT_EQ(layout.describe(1), "rank 1 (draft)");
   EXPECT_EQ(layout.describe(3), "rank 3 (target shard 1 of 2)");
@@ -68,7 +67,7 @@ TEST(Placement, ClusterCpuYamlIsFourRanksWithATensorParallelTarget) {
 TEST(Placement, TheJobMustHaveExactlyTheRanksNamed) {
   const DeploymentConfig config = load_deployment(kSourceDir / "configs/cluster-cpu.yaml");
   try {
-    make_cluster_layout(rank_placement(config.placement), 0, 2);
+    make_cluster_layout(config.placement, 0, 2);
     FAIL() << "a 2-process job was accepted for a 4-rank placement";
   } catch (const Error& error) {
     const std::string message = error.what();
