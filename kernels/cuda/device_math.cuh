@@ -46,9 +46,12 @@ __device__ T block_sum(T value, T* scratch) {
   __syncthreads();  // scratch may still be read from a previous call
   if (lane == 0) scratch[warp] = value;
   __syncthreads();
-  T total = lane < warps ? scratch[lane] : T(0);
-  if (warp == 0) total = warp_sum(total);
-  if (threadIdx.x == 0) scratch[0] = total;
+  // Only warp 0 reads the warp totals: another warp reading scratch[0]
+  // while thread 0 overwrites it would be a (harmless, but real) race.
+  if (warp == 0) {
+    const T total = warp_sum(lane < warps ? scratch[lane] : T(0));
+    if (lane == 0) scratch[0] = total;
+  }
   __syncthreads();
   return scratch[0];
 }

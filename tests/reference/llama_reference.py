@@ -61,6 +61,11 @@ def make_scenario(rng, vocab):
     ]
 
 
+# The tensors a bf16 backend stores in bf16 (workers/llama_weights.cpp's
+# to_backend_matrix); everything else stays f32.
+MATRIX_SUFFIXES = ("proj.weight", "embed_tokens.weight", "lm_head.weight")
+
+
 def bf16_round(x):
     """float32 -> nearest bfloat16 (ties to even), returned as float32 and raw bits."""
     bits = np.asarray(x, dtype=np.float32).view(np.uint32).astype(np.uint64)
@@ -206,22 +211,33 @@ def build_variant(out_dir, name, cfg, seed):
     write_checkpoint(os.path.join(out_dir, name), cfg, weights)
     if cfg["dtype"] == "BF16":  # the reference sees exactly what the loader will
         weights = {k: bf16_round(v)[0] for k, v in weights.items()}
+        narrowed = None
+    else:
+        # What a bf16 backend holds after loading this f32 checkpoint: its
+        # matrices rounded to bf16, norms and biases still f32.
+        narrowed = {k: bf16_round(v)[0] if k.endswith(MATRIX_SUFFIXES) else v
+                    for k, v in weights.items()}
     steps, history = [], {}
     for op in make_scenario(rng, cfg["vocab_size"]):
         if op[0] == "truncate":
             history[op[1]] = history[op[1]][: op[2]]
             steps.append({"truncate": op[1], "length": op[2]})
             continue
-        rows = []
+        rows, narrowed_rows = [], []
         for seq, tokens, logit_count in op[1]:
             history.setdefault(seq, [])
-            start = len(history[seq])
             history[seq] = history[seq] + tokens
-            logits = forward_full(cfg, weights, np.array(history[seq]))
             wanted = range(len(history[seq]) - logit_count, len(history[seq]))
+            logits = forward_full(cfg, weights, np.array(history[seq]))
             rows.extend(logits[i].tolist() for i in wanted)
-        steps.append({"sequences": [{"seq": s, "tokens": t, "logit_count": a} for s, t, a in op[1]],
-                      "logits": rows})
+            if narrowed is not None:
+                logits = forward_full(cfg, narrowed, np.array(history[seq]))
+                narrowed_rows.extend(logits[i].tolist() for i in wanted)
+        step = {"sequences": [{"seq": s, "tokens": t, "logit_count": a} for s, t, a in op[1]],
+                "logits": rows}
+        if narrowed is not None:
+            step["logits_bf16_weights"] = narrowed_rows
+        steps.append(step)
     with open(os.path.join(out_dir, name, "scenario.json"), "w") as f:
         json.dump({"steps": steps}, f)
 

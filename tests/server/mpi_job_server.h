@@ -40,8 +40,8 @@ class MpiJobServer {
     std::ofstream(config_) << yaml << placement(draft, ranks);
     pid_ = fork();
     if (pid_ == 0) {
-      std::freopen(log_.c_str(), "w", stderr);
-      std::freopen("/dev/null", "w", stdout);
+      if (!std::freopen(log_.c_str(), "w", stderr) || !std::freopen("/dev/null", "w", stdout))
+        _exit(127);
       const std::string binary = std::string(TANDEM_BINARY_DIR) + "/tandem";
       const std::string np = std::to_string(ranks);
       execlp("mpirun", "mpirun", "-np", np.c_str(), binary.c_str(), "serve", "--config",

@@ -30,6 +30,10 @@ struct TinyDeployment {
   std::string scheduler;    // lines under scheduler:
   std::string speculation;  // lines under speculation:
   bool draft = true;
+  // On CUDA: every matmul on the batch-invariant kernel, for tests whose
+  // claim is that a request's output does not depend on its neighbours
+  // (above 64 rows cuBLAS rounds differently; the CPU is always invariant).
+  bool batch_invariant = false;
 
   std::string yaml() const {
     const std::string tiny = std::string(TANDEM_SOURCE_DIR) + "/models/tiny";
@@ -39,8 +43,10 @@ struct TinyDeployment {
     if (draft) out << "  draft:\n    path: " << tiny << "/draft\n";
     if (!scheduler.empty()) out << "scheduler:\n" << scheduler;
     if (!speculation.empty()) out << "speculation:\n" << speculation;
-    if (const char* backend = std::getenv("TANDEM_TEST_BACKEND"))
+    if (const char* backend = std::getenv("TANDEM_TEST_BACKEND")) {
       out << "placement:\n  backend: " << backend << "\n";
+      if (batch_invariant) out << "  batch_invariant: true\n";
+    }
     return out.str();
   }
 };

@@ -225,7 +225,9 @@ case $stage in
   build)
     need_bundle build
     : >"$logs/build.log"
-    bounded build 420 cmake --build "$build" -j "$(nproc)"
+    # -k: one file that fails to compile still lets every other be built, so
+    # that a call shows all of a new compiler's errors at once.
+    bounded build 420 cmake --build "$build" -j "$(nproc)" -- -k
     status=$?
     grep -E 'error:|Error [0-9]+' "$logs/build.log" | head -n 20
     warnings=$(grep -c 'warning:' "$logs/build.log")
@@ -245,6 +247,10 @@ case $stage in
   engine) ctest_stage engine 300 -L '^gpu_engine$' ;;
   server)
     part=${2:?usage: $0 server N (1, 2 or 3)}
+    # promtool (Debian's prometheus package) lints /metrics' text format,
+    # which no backend changes: where the image lacks it, that case is left
+    # to the CPU suite rather than failed here.
+    command -v promtool >/dev/null || export GTEST_FILTER=-Lifecycle.MetricsPassPromtool
     ctest_stage "server_$part" 330 -L '^gpu_server$' -R "_${part}_of_3\$"
     ;;
   bench_forward) bench_stage bench_forward forward --backend cuda --dummy "$target" ;;
@@ -252,8 +258,10 @@ case $stage in
     bench_stage bench_steps steps --backend cuda --dummy "$target" --dummy-draft "$draft"
     ;;
   bench_batching)
-    bench_stage bench_batching batching --backend cuda --dummy "$target" --dummy-draft "$draft" \
-      --batches 1,8,32
+    # Batching serves real prompts, so it needs checkpoints with a tokenizer:
+    # the tiny pair in the repository (no 8B-shaped dummy can stand in).
+    bench_stage bench_batching batching --backend cuda --model models/tiny/target \
+      --draft models/tiny/draft --batches 1,8,32
     ;;
   summary)
     shift
