@@ -73,10 +73,11 @@ int bench_steps(const StepsFlags& flags) {
   for (double batch : cli::parse_number_list("--batches", flags.batches))
     batches.push_back(static_cast<int>(batch));
   const ModelConfig& c = open.target.model->config();
-  std::printf("target: %lld parameters, %.1f MB of fp32 weights per step; context %d tokens; "
+  std::printf("target: %lld parameters, %.1f MB of %s weights read per step; context %d tokens; "
               "median of %d\n\n",
               static_cast<long long>(c.parameter_count()),
-              open.target.model->weights().bytes_read_per_step() / 1e6, context, repeats);
+              open.target.model->weights().bytes_read_per_step() / 1e6,
+              dtype_name(open.target.model->backend().weight_dtype()), context, repeats);
   std::printf("| batch | t(1) ms |");
   for (int k = 2; k <= max_k; ++k) std::printf(" v(%d) |", k);
   std::printf("\n|---|---|");
