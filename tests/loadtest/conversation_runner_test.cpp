@@ -177,9 +177,9 @@ TEST(RunConversations, DurationStopsARunAndCancelsTurnsInFlight) {
   const auto began = std::chrono::steady_clock::now();
   const ConversationRun run = run_conversations(chat_endpoint(server), {talkative}, shape, {}, {});
   const double wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - began).count();
-  EXPECT_LT(wall, 1.5);
+  EXPECT_LT(wall, 2.0);
   EXPECT_GE(run.duration_seconds, 0.3);
-  EXPECT_LT(run.duration_seconds, 0.6);
+  EXPECT_LT(run.duration_seconds, 0.8);
   ASSERT_EQ(run.records.size(), 2u);  // two users, each stuck in its first turn
   for (const RequestRecord& record : run.records) {
     EXPECT_FALSE(record.ok);
@@ -278,6 +278,9 @@ TEST(RunConversations, BadShapesAreRefused) {
   negative.max_turns = -1;
   test_support::expect_invalid(
       [&] { run_conversations(endpoint, {conversation("x", 1)}, negative, {}, {}); }, "--max-turns");
+  test_support::expect_invalid(
+      [&] { run_conversations(endpoint, {conversation("x", 1)}, shape_of(1, 1), {"", 5, json::array()}, {}); },
+      "overrides must be a JSON object");
   test_support::expect_invalid([] { parse_history("replayed"); }, "--history");
 }
 
@@ -305,10 +308,16 @@ TEST(RunLoadChat, TtftIsTheFirstContentChunkAndTokensComeFromUsage) {
   for (const RequestRecord& record : records) {
     ASSERT_TRUE(record.ok) << record.error;
     EXPECT_EQ(record.text, "You said: one two three");
-    // Had the role chunk counted, TTFT would be about 0.
+    // Had the role chunk counted, TTFT would be about 0. (Lower bounds only:
+    // a busy machine can delay a chunk, never hurry one.)
     EXPECT_GE(record.ttft, 0.055);
     ASSERT_EQ(record.itl.size(), 4u);  // 5 content chunks
-    for (double gap : record.itl) EXPECT_GE(gap, 0.05);
+    double last_content = record.ttft;
+    for (double gap : record.itl) {
+      EXPECT_GE(gap, 0);
+      last_content += gap;
+    }
+    EXPECT_GE(last_content, 5 * 0.055);  // the fifth content chunk left 5 delays after the request
     EXPECT_EQ(record.output_tokens, 1005);
     EXPECT_EQ(record.prompt_tokens, 13);
   }

@@ -22,8 +22,12 @@ Clock::duration to_duration(double seconds) {
   return std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(seconds));
 }
 
-void check_shape(const ConversationShape& shape, size_t conversations) {
+void check_run(const ConversationShape& shape, size_t conversations, const ChatBodySpec& body) {
   require(conversations > 0, ErrorKind::invalid_argument, "no conversations to replay");
+  // Checked here, not when a user builds a body: an error thrown inside a
+  // user's coroutine would be lost with it.
+  require(body.overrides.is_object() || body.overrides.is_null(), ErrorKind::invalid_argument,
+          "request overrides must be a JSON object, e.g. {\"ignore_eos\": true}");
   require(shape.concurrency >= 1, ErrorKind::invalid_argument,
           "a conversation run needs concurrency >= 1 (simulated users at once)");
   require(shape.max_turns >= 0, ErrorKind::invalid_argument, "--max-turns must be >= 0");
@@ -153,7 +157,7 @@ ConversationRun run_conversations(const Endpoint& endpoint,
                                   const std::vector<Conversation>& conversations,
                                   const ConversationShape& shape, const ChatBodySpec& body,
                                   std::function<void(size_t done, size_t total)> progress) {
-  check_shape(shape, conversations.size());
+  check_run(shape, conversations.size(), body);
   Replay replay(endpoint, conversations, shape, body, std::move(progress));
   return replay.run();
 }

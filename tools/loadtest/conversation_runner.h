@@ -70,7 +70,7 @@ struct ConversationRun {
 
 // progress(done, total) is called as each turn ends (total = max_requests).
 // Error (invalid_argument) for no conversations, concurrency < 1, max_turns
-// < 0 or no bound.
+// < 0, no bound, or overrides that are not an object.
 ConversationRun run_conversations(const Endpoint& endpoint,
                                   const std::vector<Conversation>& conversations,
                                   const ConversationShape& shape, const ChatBodySpec& body,
