@@ -30,6 +30,7 @@ expect_refusal "not --rate" --endpoint chat --conversations "$sample" --rate 2
 expect_refusal "--max-turns" --endpoint chat --max-turns 2 --concurrency 1
 expect_refusal "--history" --endpoint chat --conversations "$sample" --history replay --concurrency 1
 expect_refusal "not both" --endpoint chat --conversations "$sample" --prompts "$sample" --concurrency 1
+expect_refusal "--output-tokens" --endpoint chat --conversations "$sample" --output-tokens 0 --concurrency 1
 printf '%s\n' '{"messages": [{"role": "user", "content": "fine"}]}' \
   '{"conversations": [{"from": "robot", "value": "x"}]}' >"$work/bad.jsonl"
 expect_refusal "$work/bad.jsonl:2: \"conversations\"[0].from is \"robot\"" \

@@ -123,6 +123,8 @@ void check_conversation_flags(const LoadtestFlags& flags, Api api) {
           "--conversations replays conversations with a fixed number of simulated users: give "
           "--concurrency N, not --rate");
   require(flags.max_turns >= 0, ErrorKind::invalid_argument, "--max-turns must be >= 0");
+  require(flags.output_tokens >= 1, ErrorKind::invalid_argument,
+          "--output-tokens (max_tokens of conversations that give none) must be >= 1");
   parse_history(flags.history);  // throws naming --history
 }
 
