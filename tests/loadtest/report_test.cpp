@@ -223,5 +223,22 @@ TEST(CdfSeries, RisesFromZeroToOneOverSortedValues) {
   EXPECT_TRUE(cdf_series("none", {}).x.empty());
 }
 
+TEST(ConversationReport, LineAndJsonCarryEachConversationsTotals) {
+  std::vector<ConversationTotals> totals(3);
+  totals[0] = {"c.jsonl:1", 3, 3, 0, 120, 45, 1.25, true};
+  totals[1] = {"c.jsonl:2", 2, 1, 1, 40, 9, 0.5, false};
+  totals[2] = {"c.jsonl:1", 2, 2, 0, 80, 30, 0.75, true};
+  // 7 turns over 3 conversations: 2.3 mean; 2 of 3 finished.
+  EXPECT_EQ(conversations_line(totals),
+            "Conversations: 3 replayed, 2 finished; turns per conversation 2.3 mean\n");
+  const nlohmann::json json = conversations_json(totals);
+  ASSERT_EQ(json.size(), 3u);
+  EXPECT_EQ(json[1], (nlohmann::json{{"where", "c.jsonl:2"}, {"turns", 2}, {"completed", 1},
+                                     {"failed", 1}, {"prompt_tokens", 40}, {"output_tokens", 9},
+                                     {"seconds", 0.5}, {"finished", false}}));
+  EXPECT_EQ(json[2]["where"], "c.jsonl:1");
+  EXPECT_EQ(conversations_line({}), "Conversations: 0 replayed, 0 finished; turns per conversation 0.0 mean\n");
+}
+
 }  // namespace
 }  // namespace tandem::loadtest

@@ -6,6 +6,8 @@
 #include <gtest/gtest.h>
 
 #include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
 
 namespace tandem::loadtest {
 namespace {
@@ -99,6 +101,80 @@ TEST(StreamRecorder, NonJsonEventIsAnError) {
   recorder.feed("data: {truncated\n\n", 0.1);
   EXPECT_TRUE(recorder.failed());
   EXPECT_NE(recorder.error().find("not JSON"), std::string::npos);
+}
+
+// A chat stream as the chat endpoint sends it, written out literally.
+const char* const kChatStream =
+    "data: {\"object\":\"chat.completion.chunk\",\"choices\":[{\"index\":0,\"delta\":{\"role\":\"assistant\",\"content\":\"\"},\"finish_reason\":null}]}\n\n"
+    "data: {\"object\":\"chat.completion.chunk\",\"choices\":[{\"index\":0,\"delta\":{\"content\":\"Paris\"},\"finish_reason\":null}]}\n\n"
+    "data: {\"object\":\"chat.completion.chunk\",\"choices\":[{\"index\":0,\"delta\":{\"content\":\" is\"},\"finish_reason\":null}]}\n\n"
+    "data: {\"object\":\"chat.completion.chunk\",\"choices\":[{\"index\":0,\"delta\":{\"content\":\" big.\"},\"finish_reason\":null}]}\n\n"
+    "data: {\"object\":\"chat.completion.chunk\",\"choices\":[{\"index\":0,\"delta\":{},\"finish_reason\":\"stop\"}]}\n\n"
+    "data: {\"object\":\"chat.completion.chunk\",\"choices\":[],\"usage\":{\"prompt_tokens\":21,\"completion_tokens\":5,\"total_tokens\":26},"
+    "\"speculation\":{\"target_steps\":2,\"draft_tokens\":8,\"accepted_tokens\":3}}\n\n"
+    "data: [DONE]\n\n";
+
+// The stream's events, each with its closing blank line.
+std::vector<std::string> events_of(const std::string& stream) {
+  std::vector<std::string> events;
+  for (size_t at = 0; at < stream.size();) {
+    const size_t end = stream.find("\n\n", at) + 2;
+    events.push_back(stream.substr(at, end - at));
+    at = end;
+  }
+  return events;
+}
+
+TEST(StreamRecorder, ChatRoleChunkIsNotATokenAndContentChunksAreTimed) {
+  const std::vector<std::string> events = events_of(kChatStream);
+  ASSERT_EQ(events.size(), 7u);
+  const std::vector<double> arrived = {0.05, 0.20, 0.26, 0.35, 0.36, 0.37, 0.38};
+  StreamRecorder recorder;
+  for (size_t i = 0; i < events.size(); ++i) recorder.feed(events[i], arrived[i]);
+  RequestRecord record;
+  recorder.fill(record, 0.5);
+  EXPECT_FALSE(recorder.failed()) << recorder.error();
+  EXPECT_EQ(record.text, "Paris is big.");
+  EXPECT_EQ(recorder.text_events(), 3);
+  EXPECT_DOUBLE_EQ(record.ttft, 0.20);  // the first content, not the role chunk at 0.05
+  ASSERT_EQ(record.itl.size(), 2u);
+  EXPECT_NEAR(record.itl[0], 0.06, 1e-12);
+  EXPECT_NEAR(record.itl[1], 0.09, 1e-12);
+  EXPECT_EQ(record.prompt_tokens, 21);  // from usage, not counted
+  EXPECT_EQ(record.output_tokens, 5);   // usage says 5; there were 3 content chunks
+  EXPECT_TRUE(recorder.saw_done());
+  EXPECT_DOUBLE_EQ(record.latency, 0.38);
+}
+
+TEST(StreamRecorder, ChatStreamSplitAnywhereGivesTheSameRecord) {
+  const std::string stream = kChatStream;
+  for (size_t step : {1, 7, 64}) {
+    SCOPED_TRACE(step);
+    StreamRecorder recorder;
+    for (size_t at = 0; at < stream.size(); at += step)
+      recorder.feed(std::string_view(stream).substr(at, step), 1.0);
+    RequestRecord record;
+    recorder.fill(record, 2.0);
+    EXPECT_EQ(record.text, "Paris is big.");
+    EXPECT_EQ(record.itl.size(), 2u);
+    EXPECT_EQ(record.output_tokens, 5);
+    EXPECT_TRUE(recorder.saw_done());
+  }
+}
+
+TEST(StreamRecorder, ChatWithoutUsageCountsContentChunks) {
+  StreamRecorder recorder;
+  recorder.feed("data: {\"choices\":[{\"index\":0,\"delta\":{\"role\":\"assistant\"},\"finish_reason\":null}]}\n\n", 0.1);
+  recorder.feed("data: {\"choices\":[{\"index\":0,\"delta\":{\"content\":\"a\"},\"finish_reason\":null}]}\n\n", 0.2);
+  recorder.feed("data: {\"choices\":[{\"index\":0,\"delta\":{\"content\":null},\"finish_reason\":\"length\"}]}\n\n", 0.3);
+  recorder.feed("data: [DONE]\n\n", 0.4);
+  RequestRecord record;
+  recorder.fill(record, 1);
+  EXPECT_EQ(record.text, "a");
+  EXPECT_EQ(record.output_tokens, 1);
+  EXPECT_DOUBLE_EQ(record.ttft, 0.2);
+  EXPECT_TRUE(record.itl.empty());
+  EXPECT_FALSE(recorder.failed());
 }
 
 TEST(ErrorMessageIn, OpenAiAndVllmShapes) {

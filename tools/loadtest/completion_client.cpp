@@ -38,7 +38,7 @@ std::string error_message(int status, const std::string& body) {
 
 }  // namespace
 
-Endpoint parse_url(const std::string& url) {
+Endpoint parse_url(const std::string& url, const std::string& default_path) {
   if (url.rfind("https://", 0) == 0)
     throw Error(ErrorKind::unsupported, "cannot use the URL '" + url +
                                             "': https is not supported; use http:// (e.g. "
@@ -46,6 +46,7 @@ Endpoint parse_url(const std::string& url) {
   const std::string scheme = "http://";
   if (url.rfind(scheme, 0) != 0) throw bad_url(url, "it does not start with http://");
   Endpoint endpoint;
+  endpoint.path = default_path;
   const std::string rest = url.substr(scheme.size());
   const size_t slash = rest.find('/');
   const std::string authority = rest.substr(0, slash);

@@ -1,6 +1,6 @@
 // The load generator's HTTP client: where to send (Endpoint, parse_url) and
-// one streamed /v1/completions request measured into a RequestRecord
-// (CompletionCall), on Boost.Beast with C++20 coroutines.
+// one streamed /v1/completions or /v1/chat/completions request measured into
+// a RequestRecord (CompletionCall), on Boost.Beast with C++20 coroutines.
 //
 // Every request asks for a stream with usage ("stream": true,
 // "stream_options": {"include_usage": true}), so TTFT and ITL are seen on
@@ -33,10 +33,11 @@ struct Endpoint {
 };
 
 // "http://127.0.0.1:8080/v1/completions" → {127.0.0.1, 8080, /v1/completions}.
-// No port means 80; no path (or "/") keeps /v1/completions; "[::1]" is an
-// IPv6 host. https is not supported (Error kind unsupported, naming the URL);
+// No port means 80; no path (or "/") means default_path (/v1/completions, or
+// /v1/chat/completions for a chat run); "[::1]" is an IPv6 host. https is not supported (Error kind unsupported, naming the URL);
 // anything else that is not http://host[:port][/path] is invalid_argument.
-Endpoint parse_url(const std::string& url);
+Endpoint parse_url(const std::string& url,
+                   const std::string& default_path = "/v1/completions");
 
 // `body` with "stream": true and "stream_options": {"include_usage": true}
 // set, the rest untouched. A body that is not a JSON object is returned as it

@@ -1,4 +1,5 @@
-// run_load: drives an OpenAI-compatible /v1/completions endpoint with a load
+// run_load: drives an OpenAI-compatible /v1/completions endpoint (or
+// /v1/chat/completions, given chat bodies: chat_request.h) with a load
 // shape, as vLLM's `bench serve` does, and returns what each request saw.
 //
 // Two shapes:

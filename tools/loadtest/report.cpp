@@ -110,6 +110,33 @@ nlohmann::json summary_json(const RunSummary& s) {
   return out;
 }
 
+std::string conversations_line(const std::vector<ConversationTotals>& conversations) {
+  size_t finished = 0, turns = 0;
+  for (const ConversationTotals& c : conversations) {
+    finished += c.finished ? 1 : 0;
+    turns += c.turns;
+  }
+  const double mean = conversations.empty() ? 0.0 : static_cast<double>(turns) / conversations.size();
+  return "Conversations: " + count(static_cast<long long>(conversations.size())) + " replayed, " +
+         count(static_cast<long long>(finished)) + " finished; turns per conversation " +
+         fixed(mean, 1) + " mean\n";
+}
+
+nlohmann::json conversations_json(const std::vector<ConversationTotals>& conversations) {
+  nlohmann::json out = nlohmann::json::array();
+  for (const ConversationTotals& c : conversations) {
+    out.push_back({{"where", c.where},
+                   {"turns", c.turns},
+                   {"completed", c.completed},
+                   {"failed", c.failed},
+                   {"prompt_tokens", c.prompt_tokens},
+                   {"output_tokens", c.output_tokens},
+                   {"seconds", c.seconds},
+                   {"finished", c.finished}});
+  }
+  return out;
+}
+
 std::string progress_bar(size_t done, size_t total, int width) {
   require(width > 0, ErrorKind::invalid_argument,
           [&] { return "progress bar width " + std::to_string(width) + " must be positive"; });

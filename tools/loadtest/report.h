@@ -8,6 +8,9 @@
 
 #include <nlohmann/json.hpp>
 
+#include <vector>
+
+#include "tools/loadtest/conversation_runner.h"
 #include "tools/loadtest/statistics.h"
 
 namespace tandem::loadtest {
@@ -22,6 +25,15 @@ std::string summary_table(const RunSummary& summary, const std::string& title);
 // (mean_ttft_ms, p99_e2el_ms, ...); goodput is null without an SLO; errors
 // maps each HTTP status (as a string, "0" = no response) to its failures.
 nlohmann::json summary_json(const RunSummary& summary);
+
+// A multi-turn run's conversations in one line, ending with a newline:
+// "Conversations: 5 replayed, 4 finished; turns per conversation 3.2 mean".
+std::string conversations_line(const std::vector<ConversationTotals>& conversations);
+
+// One object per conversation replayed, in the order they started: where
+// (file:line), turns, completed, failed, prompt_tokens, output_tokens,
+// seconds (first turn sent to last turn's end), finished.
+nlohmann::json conversations_json(const std::vector<ConversationTotals>& conversations);
 
 // "[#####.......]  42/100": width cells, filled in proportion to done/total
 // (done is capped at total), then the count right-aligned to total's digits.

@@ -74,8 +74,17 @@ void StreamRecorder::take_event(double elapsed) {
   }
   if (event.contains("choices") && event["choices"].is_array() && !event["choices"].empty()) {
     const json& choice = event["choices"][0];
-    if (choice.contains("text") && choice["text"].is_string()) {
-      const std::string& text = choice["text"].get_ref<const std::string&>();
+    // A completion chunk's text, or a chat chunk's delta.content; the chat
+    // stream's first chunk carries only delta.role, which is not a token.
+    const json* piece = nullptr;
+    if (choice.contains("text")) {
+      piece = &choice["text"];
+    } else if (choice.contains("delta") && choice["delta"].is_object() &&
+               choice["delta"].contains("content")) {
+      piece = &choice["delta"]["content"];
+    }
+    if (piece != nullptr && piece->is_string()) {
+      const std::string& text = piece->get_ref<const std::string&>();
       if (!text.empty()) {
         if (first_text_at_ < 0) {
           first_text_at_ = elapsed;

@@ -1,11 +1,13 @@
-// StreamRecorder: turns the body of a streamed OpenAI completion (server-sent
-// events, `data: {...}` ... `data: [DONE]`) into the timings and text of a
-// RequestRecord, as the bytes arrive.
+// StreamRecorder: turns the body of a streamed OpenAI completion or chat
+// completion (server-sent events, `data: {...}` ... `data: [DONE]`) into the
+// timings and text of a RequestRecord, as the bytes arrive.
 //
 // It knows nothing of sockets: the client feeds it body bytes with the time
 // they arrived, so it is tested with made-up streams and made-up clocks.
-// Definitions follow vLLM's `bench serve`: the first event whose
-// choices[0].text is non-empty sets TTFT, each later one adds an ITL gap.
+// Definitions follow vLLM's `bench serve`: the first event whose text is
+// non-empty sets TTFT, each later one adds an ITL gap. The text is
+// choices[0].text in a completions stream and choices[0].delta.content in a
+// chat stream (whose role-only first chunk therefore is not a token).
 #pragma once
 
 #include <nlohmann/json.hpp>

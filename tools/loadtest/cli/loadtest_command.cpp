@@ -1,10 +1,11 @@
 // `tandem-loadtest`: throughput and latency of an OpenAI-compatible
-// completions endpoint (ours or a peer's), with vLLM `bench serve`'s terms.
+// completions or chat endpoint (ours or a peer's), with vLLM `bench serve`'s terms.
 //
-//   tandem-loadtest --url http://127.0.0.1:8080/v1/completions
+//   tandem-loadtest --url http://127.0.0.1:8080 [--endpoint completions|chat]
 //       (--concurrency 1,4,16 | --rate 2,4,8 [--burstiness 1] [--max-concurrency N])
 //       [--requests N | --duration SECONDS]
-//       [--prompts FILE.jsonl | --input-words N --output-tokens N [--range N] [--corpus FILE]]
+//       [--prompts FILE.jsonl | --input-words N --output-tokens N [--range N] [--corpus FILE]
+//        | --endpoint chat --conversations FILE.jsonl [--max-turns N] [--history live|recorded]]
 //       [--body JSON] [--variants '{"spec on": {}, "spec off": {"speculation": false}}']
 //       [--slo-ttft-ms X] [--slo-tpot-ms Y] [--slo-e2e-ms Z] [--seed N]
 //       [--json FILE] [--plots DIR] [--model NAME] [--api-key KEY] [--no-metrics]
@@ -25,8 +26,10 @@
 #include <nlohmann/json.hpp>
 
 #include "common/error.h"
+#include "tools/loadtest/chat_request.h"
 #include "tools/loadtest/cli/loadtest_flags.h"
 #include "tools/loadtest/completion_client.h"
+#include "tools/loadtest/conversation_runner.h"
 #include "tools/loadtest/load_runner.h"
 #include "tools/loadtest/report.h"
 #include "tools/loadtest/server_metrics_scrape.h"
@@ -105,7 +108,28 @@ std::vector<SweepPoint> sweep(const LoadtestFlags& flags) {
   return points;
 }
 
+// The multi-turn flags only make sense together; each mistake names its flag.
+void check_conversation_flags(const LoadtestFlags& flags, Api api) {
+  if (flags.conversations.empty()) {
+    require(flags.max_turns == 0 && flags.history == "live", ErrorKind::invalid_argument,
+            "--max-turns and --history apply to --conversations only");
+    return;
+  }
+  require(api == Api::chat, ErrorKind::invalid_argument,
+          "--conversations needs --endpoint chat: conversations are sent as chat messages");
+  require(flags.prompts.empty(), ErrorKind::invalid_argument,
+          "give either --prompts or --conversations, not both");
+  require(flags.rate.empty(), ErrorKind::invalid_argument,
+          "--conversations replays conversations with a fixed number of simulated users: give "
+          "--concurrency N, not --rate");
+  require(flags.max_turns >= 0, ErrorKind::invalid_argument, "--max-turns must be >= 0");
+  require(flags.output_tokens >= 1, ErrorKind::invalid_argument,
+          "--output-tokens (max_tokens of conversations that give none) must be >= 1");
+  parse_history(flags.history);  // throws naming --history
+}
+
 std::vector<WorkItem> workload(const LoadtestFlags& flags, size_t count) {
+  if (!flags.conversations.empty()) return {};
   if (!flags.prompts.empty()) return read_jsonl(flags.prompts);
   const std::vector<std::string> corpus = read_corpus(flags.corpus);
   return synthetic_workload(corpus, std::max<size_t>(count, 1),
@@ -168,21 +192,30 @@ void write_file(const std::filesystem::path& path, const std::string& text) {
 }  // namespace
 
 int run_loadtest(const LoadtestFlags& flags) {
-  Endpoint endpoint = parse_url(flags.url);
+  const Api api = parse_api(flags.endpoint);
+  check_conversation_flags(flags, api);
+  Endpoint endpoint = parse_url(flags.url, default_path(api));
   endpoint.api_key = flags.api_key;
   const std::vector<SweepPoint> points = sweep(flags);
   const auto runs_variants = variants(flags);
   const Slo objectives = slo(flags);
   const size_t per_run = points.front().shape.max_requests;
   const std::vector<WorkItem> items = workload(flags, per_run > 0 ? per_run : 256);
-  require(!items.empty(), ErrorKind::invalid_argument, "the workload has no prompts");
+  const std::vector<Conversation> conversations =
+      flags.conversations.empty() ? std::vector<Conversation>{} : read_conversations(flags.conversations);
+  require(!items.empty() || !conversations.empty(), ErrorKind::invalid_argument,
+          flags.conversations.empty() ? "the workload has no prompts"
+                                      : "the conversations file has no conversations");
   const bool scrape = !flags.no_metrics;
   const bool quiet = flags.quiet;
 
   json report;
   report["config"] = {{"url", flags.url},
+                      {"endpoint", flags.endpoint},
                       {"model", flags.model},
-                      {"prompts", flags.prompts.empty() ? "synthetic" : flags.prompts},
+                      {"prompts", !flags.conversations.empty() ? flags.conversations
+                                  : flags.prompts.empty()      ? "synthetic"
+                                                               : flags.prompts},
                       {"requests_per_run", per_run},
                       {"duration_per_run", points.front().shape.max_seconds},
                       {"seed", flags.seed}};
@@ -193,22 +226,44 @@ int run_loadtest(const LoadtestFlags& flags) {
   std::vector<Series> ttft_cdfs, e2e_cdfs;
   for (const SweepPoint& point : points) {
     for (const auto& [variant, overrides] : runs_variants) {
-      std::vector<std::string> bodies;
-      for (const WorkItem& item : items) bodies.push_back(request_body(item, flags.model, overrides));
       const auto before = scrape ? parse_prometheus(fetch_metrics(endpoint)) : std::map<std::string, double>{};
       double duration = 0;
       const std::string title = variant + ", " + point.label;
-      std::vector<RequestRecord> records = run_load(
-          endpoint, bodies, point.shape,
-          [&](size_t done, size_t total) {
-            if (!quiet) std::fprintf(stderr, "\r%s  %s", progress_bar(done, total, 40).c_str(), title.c_str());
-          },
-          duration);
+      auto show_progress = [&](size_t done, size_t total) {
+        if (!quiet) std::fprintf(stderr, "\r%s  %s", progress_bar(done, total, 40).c_str(), title.c_str());
+      };
+      std::vector<RequestRecord> records;
+      std::vector<ConversationTotals> per_conversation;
+      if (conversations.empty()) {
+        std::vector<std::string> bodies;
+        for (const WorkItem& item : items)
+          bodies.push_back(api == Api::chat ? chat_request_body(item, flags.model, overrides)
+                                            : request_body(item, flags.model, overrides));
+        records = run_load(endpoint, bodies, point.shape, show_progress, duration);
+      } else {
+        ConversationShape shape;
+        shape.concurrency = point.shape.concurrency;
+        shape.max_requests = point.shape.max_requests;
+        shape.max_seconds = point.shape.max_seconds;
+        shape.max_turns = flags.max_turns;
+        shape.history = parse_history(flags.history);
+        shape.request_timeout_seconds = point.shape.request_timeout_seconds;
+        ConversationRun replayed = run_conversations(
+            endpoint, conversations, shape, {flags.model, flags.output_tokens, overrides},
+            show_progress);
+        per_conversation = conversation_totals(replayed, conversations);
+        records = std::move(replayed.records);
+        duration = replayed.duration_seconds;
+      }
       if (!quiet) std::fprintf(stderr, "\n");
       const RunSummary summary = summarize(records, duration, objectives);
       std::printf("%s", summary_table(summary, title).c_str());
       json run = {{"variant", variant}, {"load", point.label}, {"x", point.load},
                   {"overrides", overrides}, {"summary", summary_json(summary)}};
+      if (!conversations.empty()) {
+        std::printf("%s", conversations_line(per_conversation).c_str());
+        run["conversations"] = conversations_json(per_conversation);
+      }
       if (scrape) {
         const SpeculationDelta delta =
             speculation_delta(before, parse_prometheus(fetch_metrics(endpoint)));

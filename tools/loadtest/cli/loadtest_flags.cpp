@@ -5,7 +5,14 @@ namespace tandem::loadtest {
 void add_loadtest_flags(cli::Command& app, LoadtestFlags& f) {
   using cli::add_switch;
   using cli::add_value;
-  add_value(app, "--url", f.url, "the completions endpoint").type_name("URL");
+  add_value(app, "--url", f.url,
+            "the server; a URL without a path gets /v1/completions or /v1/chat/completions "
+            "(--endpoint)")
+      .type_name("URL");
+  add_value(app, "--endpoint", f.endpoint,
+            "completions: each prompt as /v1/completions; chat: as one user message to "
+            "/v1/chat/completions")
+      .type_name("completions|chat");
   add_value(app, "--model", f.model, "the request's \"model\" field (left out when empty)")
       .type_name("NAME");
   add_value(app, "--api-key", f.api_key, "sent as Authorization: Bearer KEY").type_name("KEY");
@@ -24,10 +31,21 @@ void add_loadtest_flags(cli::Command& app, LoadtestFlags& f) {
   add_value(app, "--duration", f.duration, "seconds per run; 0 = bounded by --requests only");
   add_value(app, "--prompts", f.prompts, "a JSONL workload ({\"prompt\": ..., ...} per line)")
       .type_name("FILE.jsonl");
+  add_value(app, "--conversations", f.conversations,
+            "multi-turn chat (needs --endpoint chat): one conversation per line, OpenAI "
+            "{\"messages\": [...]} or ShareGPT {\"conversations\": [...]}; --concurrency users "
+            "replay them turn by turn")
+      .type_name("FILE.jsonl");
+  add_value(app, "--max-turns", f.max_turns,
+            "--conversations: turns sent per conversation at most; 0 = all");
+  add_value(app, "--history", f.history,
+            "--conversations: the assistant text each next turn carries: live = the server's "
+            "reply, recorded = the file's")
+      .type_name("live|recorded");
   add_value(app, "--corpus", f.corpus, "the text synthetic prompts are cut from")
       .type_name("FILE");
   add_value(app, "--input-words", f.input_words, "synthetic prompts: words per prompt");
-  add_value(app, "--output-tokens", f.output_tokens, "synthetic prompts: max_tokens per request");
+  add_value(app, "--output-tokens", f.output_tokens, "max_tokens per request of synthetic prompts, and of conversations that give none");
   add_value(app, "--range", f.range,
             "synthetic prompts: lengths vary uniformly by up to this much either way");
   add_value(app, "--body", f.body, "a JSON object merged into every request body")

@@ -12,7 +12,8 @@
 namespace tandem::loadtest {
 
 struct LoadtestFlags {
-  std::string url = "http://127.0.0.1:8080/v1/completions";
+  std::string url = "http://127.0.0.1:8080";  // no path: the --endpoint's own
+  std::string endpoint = "completions";       // or "chat"
   std::string model;    // the request's "model"; "" leaves it out
   std::string api_key;  // sent as Authorization: Bearer
   // The sweep: exactly one of these lists.
@@ -28,6 +29,10 @@ struct LoadtestFlags {
   int input_words = 32;
   int output_tokens = 64;
   int range = 0;
+  // Multi-turn chat: conversations replayed turn by turn (--endpoint chat).
+  std::string conversations;
+  int max_turns = 0;             // per conversation; 0 = all
+  std::string history = "live";  // or "recorded": which assistant text the next turn carries
   std::string body;      // JSON merged into every request
   std::string variants;  // JSON: name -> overrides, run side by side
   std::optional<double> slo_ttft_ms, slo_tpot_ms, slo_e2e_ms;

@@ -1,5 +1,5 @@
 // tandem-loadtest: throughput and latency of an OpenAI-compatible completions
-// endpoint; `tandem-loadtest --help` lists the flags (loadtest_flags.h).
+// or chat endpoint; `tandem-loadtest --help` lists the flags (loadtest_flags.h).
 #include <iostream>
 #include <memory>
 
@@ -8,7 +8,7 @@
 int main(int argc, char** argv) {
   using namespace tandem;
   cli::CommandLine cli("tandem-loadtest",
-                       "Throughput and latency of an OpenAI-compatible completions endpoint "
+                       "Throughput and latency of an OpenAI-compatible completions or chat endpoint "
                        "(ours or a peer's), in vLLM `bench serve`'s terms "
                        "(tools/loadtest/README.md).");
   auto flags = std::make_shared<loadtest::LoadtestFlags>();
