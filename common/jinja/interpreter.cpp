@@ -213,20 +213,25 @@ void Interpreter::exec_for(const Stmt& s) {
     }
     items = std::move(kept);
   }
+  // Jinja2 runs the else block unless one iteration ran its body to the
+  // end: a loop whose every iteration ends in break or continue runs it too.
+  bool body_completed = false;
   try {
     for (size_t i = 0; i < items.size(); ++i) {
       charge(1);
       scope_ = std::make_shared<Scope>(Scope{{}, outer});
       assign_targets(s.targets, items[i]);
       assign("loop", make_loop(items, i));
-      if (exec(s.body) == Flow::break_loop) break;
+      Flow flow = exec(s.body);
+      if (flow == Flow::break_loop) break;
+      if (flow == Flow::normal) body_completed = true;
     }
   } catch (...) {
     scope_ = outer;
     throw;
   }
   scope_ = outer;
-  if (items.empty()) exec(s.else_body);
+  if (!body_completed) exec(s.else_body);
 }
 
 void Interpreter::define_macro(const Stmt& s) {

@@ -8,8 +8,14 @@ namespace {
 
 TEST(JinjaErrors, SyntaxErrorsNameTheLine) {
   EXPECT_EQ(error_of("line1\n{{ x | nofilter }}"), "chat template line 2: no filter named 'nofilter'");
-  EXPECT_EQ(error_of("{% if false %}{{ x is nosuchtest }}{% endif %}"),
-            "chat template line 1: no test named 'nosuchtest'");
+  EXPECT_EQ(error_of("{% for m in [] %}\n{{ x is nosuchtest }}{% endfor %}"),
+            "chat template line 2: no test named 'nosuchtest'");
+  // Inside an `if` or an if-expression Jinja2 waits until the filter runs.
+  EXPECT_EQ(error_of("{% if false %}{{ x | nofilter }}{% endif %}{{ (x | nofilter) if false else 1 }}"),
+            "no error: 1");
+  EXPECT_EQ(error_of("{% if true %}{{ x | nofilter }}{% endif %}"), "chat template line 1: no filter named 'nofilter'");
+  EXPECT_EQ(error_of("{% if false %}{% for a in b %}{{ x | nofilter }}{% endfor %}{% endif %}"),
+            "chat template line 1: no filter named 'nofilter'");
   EXPECT_EQ(error_of("a\n{% if x %}\nb"),
             "chat template line 3: unexpected end of template: the 'if' block from line 2 is not closed "
             "(expected 'elif', 'else' or 'endif')");
