@@ -7,6 +7,11 @@ namespace tandem::jinja {
 Interpreter::Interpreter(const Limits& limits, const Environment& environment)
     : limits_(limits), environment_(environment) {}
 
+Interpreter::~Interpreter() {
+  for (auto& scope : captured_scopes_) scope->vars.clear();
+  for (auto& ns : namespaces_) ns.namespace_dict().entries.clear();
+}
+
 std::string Interpreter::render(const Body& body, const nlohmann::ordered_json& context) {
   scope_ = std::make_shared<Scope>();
   if (!context.is_null()) {
@@ -131,6 +136,7 @@ Interpreter::Flow Interpreter::exec(const Stmt& s) {
       Value callee = eval(*call_expr.operands[0]);
       CallArgs args = eval_args(call_expr.args, call_expr.line);
       std::shared_ptr<Scope> closure = scope_;
+      captured_scopes_.push_back(closure);
       const Stmt* block = &s;
       Value caller = Value::callable("caller", [block, closure](Interpreter& in, CallArgs& a) {
         return in.call_macro(*block, closure, a, nullptr);
@@ -236,6 +242,7 @@ void Interpreter::exec_for(const Stmt& s) {
 
 void Interpreter::define_macro(const Stmt& s) {
   std::shared_ptr<Scope> closure = scope_;
+  captured_scopes_.push_back(closure);
   const Stmt* macro = &s;
   assign(s.name, Value::callable(s.name, [macro, closure](Interpreter& in, CallArgs& args) {
     const Value* caller = nullptr;

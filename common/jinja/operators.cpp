@@ -208,10 +208,7 @@ Value get_item(const Value& object, const Value& key) {
 
 Value slice(Interpreter& in, const Value& object, const Value& start, const Value& stop, const Value& step_value) {
   if (object.is_undefined()) undefined_error(object);
-  // Jinja's getitem turns Python's TypeError into Undefined.
-  if (!object.is_list() && !object.is_string()) {
-    return Value::undefined("'" + type_name(object) + " object' has no attribute 'slice'");
-  }
+  if (!object.is_list() && !object.is_string()) fail("'" + type_name(object) + "' object is not subscriptable");
   for (const Value* v : {&start, &stop, &step_value}) {
     if (!v->is_none() && !v->is_int() && !v->is_bool()) {
       fail("slice indices must be integers or None, not " + type_name(*v));
