@@ -30,6 +30,7 @@ TEST(JinjaFilters, Text) {
        "Hello world|They're Here-Now|a+b"},
       {"{{ 'a\\nb\\n\\nc' | indent }}|{{ 'a\\nb\\n\\nc' | indent(2, true, true) }}|{{ 'a\\nb\\n' | indent(first=true) }}",
        "{}", "a\n    b\n\n    c|  a\n  b\n  \n  c|    a\n    b\n"},
+      {"{{ 5 | center(3) }}{{ 5 | wordcount }}{{ 5 | trim }}{{ 5 | replace('5', '6') }}{{ 5 | upper }}", "{}", " 5 1565"},
       {"{{ '<a href=\"x\">&\\'' | e }}|{{ '<b>' | escape }}|{{ '<b>' | safe }}", "{}",
        "&lt;a href=&#34;x&#34;&gt;&amp;&#39;|&lt;b&gt;|<b>"},
       {"{{ 'ab' | center(6) }}|{{ 'hello world foo' | truncate(9) }}|{{ 'hello' | truncate(3) }}|"
