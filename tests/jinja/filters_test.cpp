@@ -26,6 +26,8 @@ TEST(JinjaFilters, Text) {
   check_cases({
       {"[{{ '  a b \\n' | trim }}]|{{ 'xxaxx' | trim('x') }}|{{ 'ab' | upper }}|{{ 'AB' | lower }}", "{}",
        "[a b]|a|AB|ab"},
+      {"[{{ s | trim }}]{{ s.split() }}", R"({"s": "\u00a0\u3000\u2003x\u2009y\u200b\u0085"})",
+       "[x\u2009y\u200b]['x', 'y\\u200b']"},
       {"{{ 'hello world' | capitalize }}|{{ \"they're here-now\" | title }}|{{ 'a-b' | replace('-', '+') }}", "{}",
        "Hello world|They're Here-Now|a+b"},
       {"{{ 'a\\nb\\n\\nc' | indent }}|{{ 'a\\nb\\n\\nc' | indent(2, true, true) }}|{{ 'a\\nb\\n' | indent(first=true) }}",
