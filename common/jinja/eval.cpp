@@ -59,6 +59,8 @@ Value Interpreter::eval(const Expr& e) {
       for (size_t i = 0; i < e.ops.size(); ++i) {
         Value right = eval(*e.operands[i + 1]);
         line_ = e.line;
+        charge_scan(left);
+        charge_scan(right);
         if (!compare_op(e.ops[i], left, right)) return Value::boolean(false);
         left = std::move(right);
       }
@@ -79,6 +81,7 @@ Value Interpreter::eval(const Expr& e) {
       Value object = eval(*e.operands[0]);
       Value key = eval(*e.operands[1]);
       line_ = e.line;
+      if (object.is_string()) charge_scan(object);  // code points are counted to index
       return get_item(object, key);
     }
     case ExprKind::slice: {
@@ -86,6 +89,7 @@ Value Interpreter::eval(const Expr& e) {
       Value parts[3];
       for (int i = 0; i < 3; ++i) parts[i] = e.operands[i + 1] ? eval(*e.operands[i + 1]) : Value::none();
       line_ = e.line;
+      charge_scan(object);
       return slice(*this, object, parts[0], parts[1], parts[2]);
     }
     case ExprKind::call: return eval_call(e);
@@ -94,6 +98,7 @@ Value Interpreter::eval(const Expr& e) {
       Value v = eval(*e.operands[0]);
       CallArgs args = eval_args(e.args, e.line);
       line_ = e.line;
+      for (auto& a : args.positional) charge_scan(a);
       return Value::boolean(apply_test(*this, e.name, v, args) != e.negated);
     }
     case ExprKind::block_body: return block_body_ ? *block_body_ : Value::string("");
@@ -124,6 +129,8 @@ Value Interpreter::eval_call(const Expr& e) {
     Value object = eval(*callee_expr.operands[0]);
     CallArgs args = eval_args(e.args, e.line);
     line_ = e.line;
+    charge_scan(object);
+    for (auto& a : args.positional) charge_scan(a);
     Value result;
     if (!object.is_namespace() && call_method(*this, object, callee_expr.name, args, &result)) return result;
     return call(get_attribute(object, callee_expr.name), args);
@@ -147,6 +154,7 @@ Value Interpreter::eval_filter(const Expr& e) {
   Value v = eval(*e.operands[0]);
   CallArgs args = eval_args(e.args, e.line);
   line_ = e.line;
+  charge_scan(v);
   return apply_filter(*this, e.name, v, args);
 }
 

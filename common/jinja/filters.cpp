@@ -145,8 +145,16 @@ Value tojson(Interpreter& in, const Value& v, CallArgs& args) {
   JsonFormat format;
   format.ensure_ascii = p.get_bool(0, false);
   if (p.has(1) && !p.get(1).is_none()) {
-    if (p.get(1).is_string()) fail("tojson(): a string indent is not supported");
-    format.indent = static_cast<int>(std::max<int64_t>(0, std::min<int64_t>(p.get_int(1, 0), 64)));
+    // json.dumps: an int indents by that many spaces (none below 1), a
+    // string by itself.
+    format.pretty = true;
+    if (p.get(1).is_string()) {
+      format.indent_unit = p.get(1).as_string();
+    } else {
+      int64_t width = std::max<int64_t>(p.get_int(1, 0), 0);
+      in.check_size(static_cast<size_t>(width));
+      format.indent_unit.assign(static_cast<size_t>(width), ' ');
+    }
     format.item_separator = ",";
   }
   if (p.has(2) && !p.get(2).is_none()) {
@@ -158,6 +166,7 @@ Value tojson(Interpreter& in, const Value& v, CallArgs& args) {
     format.key_separator = sep.as_list()[1].as_string();
   }
   format.sort_keys = p.get_bool(3, false);
+  format.max_bytes = in.max_output_bytes();
   std::string text = to_json(v, format);
   in.check_size(text.size());
   in.charge(text.size() / 64);
@@ -183,9 +192,10 @@ bool scalar_filter(Interpreter& in, const std::string& name, const Value& value,
                          : name == "capitalize" ? capitalize(s) : jinja_title(s));
   } else if (name == "replace") {
     Params p(name, args, {"old", "new", "count"});
-    std::string result = replace(to_str(value), to_str(p.get(0)), to_str(p.get(1)),
-                                 p.has(2) && !p.get(2).is_none() ? p.get_int(2, -1) : -1);
-    in.check_size(result.size());
+    std::string text = to_str(value), from = to_str(p.get(0)), to = to_str(p.get(1));
+    int64_t count = p.has(2) && !p.get(2).is_none() ? p.get_int(2, -1) : -1;
+    in.check_size(replaced_size(text, from, to, count));
+    std::string result = replace(text, from, to, count);
     *out = Value::string(std::move(result));
   } else if (name == "int") {
     Params p(name, args, {"default", "base"});
@@ -218,12 +228,19 @@ bool scalar_filter(Interpreter& in, const std::string& name, const Value& value,
     }
   } else if (name == "indent") {
     Params p(name, args, {"width", "first", "blank"});
-    std::string prefix = p.has(0) && p.get(0).is_string() ? p.get(0).as_string()
-                                                          : std::string(static_cast<size_t>(std::clamp<int64_t>(p.get_int(0, 4), 0, 256)), ' ');
+    std::string prefix;
+    if (p.has(0) && p.get(0).is_string()) {
+      prefix = p.get(0).as_string();
+    } else {
+      int64_t width = std::max<int64_t>(p.get_int(0, 4), 0);  // ' ' * -1 is ''
+      in.check_size(static_cast<size_t>(width));
+      prefix.assign(static_cast<size_t>(width), ' ');
+    }
     if (value.is_undefined()) undefined_error(value);
     if (!value.is_string()) fail("unsupported operand type(s) for +=: '" + type_name(value) + "' and 'str'");
-    std::string result = indent(value.as_string(), prefix, p.get_bool(1, false), p.get_bool(2, false));
-    in.check_size(result.size());
+    const std::string& text = value.as_string();
+    in.check_size(text.size() + (static_cast<size_t>(std::count(text.begin(), text.end(), '\n')) + 1) * prefix.size());
+    std::string result = indent(text, prefix, p.get_bool(1, false), p.get_bool(2, false));
     *out = Value::string(std::move(result));
   } else if (name == "e" || name == "escape" || name == "forceescape") {
     Params p(name, args, {});
@@ -234,8 +251,9 @@ bool scalar_filter(Interpreter& in, const std::string& name, const Value& value,
   } else if (name == "center") {
     Params p(name, args, {"width"});
     std::string s = to_str(value);
-    int64_t width = std::min<int64_t>(p.get_int(0, 80), 1 << 20), n = code_point_count(s);
+    int64_t width = p.get_int(0, 80), n = code_point_count(s);
     if (width <= n) { *out = Value::string(s); return true; }
+    in.check_size(s.size() + static_cast<size_t>(width - n));
     int64_t pad = width - n, left = pad / 2 + (pad & width & 1);
     *out = Value::string(std::string(static_cast<size_t>(left), ' ') + s + std::string(static_cast<size_t>(pad - left), ' '));
   } else if (name == "wordcount") {

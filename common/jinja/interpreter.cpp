@@ -31,6 +31,12 @@ void Interpreter::charge(size_t steps) {
   }
 }
 
+void Interpreter::charge_scan(const Value& v) {
+  if (v.is_string()) charge(v.as_string().size() / 64);
+  else if (v.is_list()) charge(v.as_list().size() / 8);
+  else if (v.is_dict()) charge(v.as_dict().entries.size() / 8);
+}
+
 void Interpreter::check_size(size_t bytes) const {
   if (bytes > limits_.max_output_bytes) {
     fail("text of " + std::to_string(bytes) + " bytes exceeds the output limit of " +

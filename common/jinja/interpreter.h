@@ -5,6 +5,7 @@
 // a macro sees the scope it was defined in.
 #pragma once
 
+#include <cstdint>
 #include <memory>
 #include <string>
 #include <utility>
@@ -31,7 +32,12 @@ class Interpreter {
   // Counts work against Limits::max_steps; long strings and lists count
   // one step per 64 bytes or items, so building them is bounded too.
   void charge(size_t steps);
+  // Charges the work of scanning `v` (comparing, searching, filtering it):
+  // one step per 64 bytes of a string or 8 items of a list or dict, so a
+  // loop over a large value cannot run far past Limits::max_steps.
+  void charge_scan(const Value& v);
   void check_size(size_t bytes) const;
+  size_t max_output_bytes() const { return limits_.max_output_bytes; }
   const Environment& environment() const { return environment_; }
   int line() const { return line_; }
   void track_namespace(const Value& ns) { namespaces_.push_back(ns); }
@@ -93,11 +99,13 @@ Value global(const std::string& name);
 // json_value.cpp: the context in, and transformers' tojson out.
 Value from_json(const nlohmann::ordered_json& j);
 struct JsonFormat {
-  int indent = -1;  // -1: one line
+  bool pretty = false;      // json.dumps with an indent: one item a line
+  std::string indent_unit;  // what each level of nesting adds
   std::string item_separator = ", ";
   std::string key_separator = ": ";
   bool sort_keys = false;
   bool ensure_ascii = false;
+  size_t max_bytes = SIZE_MAX;  // longer text fails (an indent can multiply the size)
 };
 std::string to_json(const Value& v, const JsonFormat& format);
 

@@ -94,10 +94,14 @@ void quote(std::string& out, const std::string& s, bool ensure_ascii) {
 
 void dump(std::string& out, const Value& v, const JsonFormat& f, int depth) {
   if (depth > kMaxDepth) fail("tojson: value nested more than 256 deep");
+  if (out.size() > f.max_bytes) fail("tojson: text exceeds the output limit (Limits::max_output_bytes)");
   auto newline = [&](int level) {
-    if (f.indent < 0) return;
+    if (!f.pretty) return;
+    if (out.size() + 1 + f.indent_unit.size() * static_cast<size_t>(level) > f.max_bytes) {
+      fail("tojson: text exceeds the output limit (Limits::max_output_bytes)");
+    }
     out += '\n';
-    out.append(static_cast<size_t>(f.indent * level), ' ');
+    for (int i = 0; i < level; ++i) out += f.indent_unit;
   };
   switch (v.kind()) {
     case Value::Kind::none: out += "null"; return;

@@ -58,8 +58,9 @@ bool string_method(Interpreter& in, const std::string& s, const std::string& nam
     in.charge(out->as_list().size() / 8);
   } else if (name == "replace") {
     Params p(name, args, {"old", "new", "count"});
-    std::string result = replace(s, p.get_string(0, ""), p.get_string(1, ""), p.get_int(2, -1));
-    in.check_size(result.size());
+    std::string from = p.get_string(0, ""), to = p.get_string(1, "");
+    in.check_size(replaced_size(s, from, to, p.get_int(2, -1)));
+    std::string result = replace(s, from, to, p.get_int(2, -1));
     *out = Value::string(std::move(result));
   } else if (name == "upper" || name == "lower" || name == "title" || name == "capitalize") {
     Params p(name, args, {});

@@ -154,6 +154,17 @@ std::string replace(std::string_view s, std::string_view from, std::string_view 
   return out;
 }
 
+size_t replaced_size(std::string_view s, std::string_view from, std::string_view to, int64_t count) {
+  size_t n = 0;
+  if (from.empty()) {
+    n = static_cast<size_t>(code_point_count(s)) + 1;
+  } else {
+    for (size_t at = s.find(from); at != std::string_view::npos; at = s.find(from, at + from.size())) ++n;
+  }
+  if (count >= 0 && static_cast<size_t>(count) < n) n = static_cast<size_t>(count);
+  return s.size() - n * from.size() + n * to.size();
+}
+
 std::string ascii_upper(std::string_view s) {
   std::string out(s);
   for (char& c : out) if (c >= 'a' && c <= 'z') c = static_cast<char>(c - 32);

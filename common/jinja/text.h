@@ -20,6 +20,9 @@ std::vector<std::string> split_whitespace(std::string_view s, int64_t maxsplit);
 std::vector<std::string> split(std::string_view s, std::string_view sep, int64_t maxsplit);
 std::vector<std::string> rsplit(std::string_view s, std::string_view sep, int64_t maxsplit);
 std::string replace(std::string_view s, std::string_view from, std::string_view to, int64_t count);
+// The size replace() would return, found without building it, so that a
+// caller can refuse a result over its limit first.
+size_t replaced_size(std::string_view s, std::string_view from, std::string_view to, int64_t count);
 std::string ascii_upper(std::string_view s);
 std::string ascii_lower(std::string_view s);
 // str.title(): a letter after a non-letter is upper-cased, others lowered.

@@ -19,6 +19,8 @@ TEST(JinjaFilters, Tojson) {
       {"{{ 'é<>&\\u0001' | tojson }}|{{ 'é😀' | tojson(ensure_ascii=true) }}", "{}",
        "\"é<>&\\u0001\"|\"\\u00e9\\ud83d\\ude00\""},
       {"{{ (1, 'a') | tojson }}", "{}", "[1, \"a\"]"},
+      {"{{ [1, [2]] | tojson(indent='\t') }}|{{ [1] | tojson(indent=-3) }}|{{ {'a': 1} | tojson(indent=70) | length }}", "{}",
+       "[\n\t1,\n\t[\n\t\t2\n\t]\n]|[\n1\n]|80"},
   });
 }
 

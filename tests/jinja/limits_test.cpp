@@ -33,6 +33,26 @@ TEST(JinjaLimits, Steps) {
   EXPECT_EQ(render("{% for i in range(100) %}{{ i % 10 }}{% endfor %}", "{}", limits).size(), 100u);
 }
 
+TEST(JinjaLimits, ScanningLargeValuesCosts) {
+  // 100000 searches of a 1 MB string would be 10^11 byte compares: each
+  // costs steps by the size it scans, so the steps limit stops it early.
+  std::string big = R"({"big": ")" + std::string(1 << 20, 'a') + R"("})";
+  std::string error = error_of("{% for i in range(100000) %}{% if 'x' in big %}{% endif %}{% endfor %}", big);
+  EXPECT_TRUE(contains(error, "Limits::max_steps")) << error;
+  error = error_of("{% for i in range(100000) %}{{ big | length }}{% endfor %}", big);
+  EXPECT_TRUE(contains(error, "Limits::max_steps")) << error;
+}
+
+TEST(JinjaLimits, GrowingTextIsRefusedBeforeItIsBuilt) {
+  std::string context = R"({"s": ")" + std::string(10000, 'a') + R"(", "n": ")" +
+                        [] { std::string s; for (int i = 0; i < 100000; ++i) s += "\\n"; return s; }() + "\"}";
+  for (const char* source : {"{{ s.replace('a', s) }}", "{{ s | replace('a', s) }}", "{{ n | indent(256) }}",
+                             "{{ s | center(100000000) }}", "{{ range(100000) | list | tojson(indent=64) }}"}) {
+    std::string error = error_of(source, context);
+    EXPECT_TRUE(contains(error, "Limits::max_output_bytes")) << source << ": " << error;
+  }
+}
+
 TEST(JinjaLimits, MacroRecursion) {
   Limits limits;
   limits.max_call_depth = 8;
