@@ -176,6 +176,10 @@ Value tojson(Interpreter& in, const Value& v, CallArgs& args) {
 }  // namespace
 
 bool scalar_filter(Interpreter& in, const std::string& name, const Value& value, CallArgs& args, Value* out) {
+  // Python's int(), float(), abs() and round() of an Undefined raise.
+  if (value.is_undefined() && (name == "int" || name == "float" || name == "abs" || name == "round")) {
+    undefined_error(value);
+  }
   if (name == "tojson") {
     *out = tojson(in, value, args);
   } else if (name == "trim") {
@@ -247,7 +251,7 @@ bool scalar_filter(Interpreter& in, const std::string& name, const Value& value,
     *out = Value::string(html_escape(to_str(value)));
   } else if (name == "safe") {
     Params p(name, args, {});
-    *out = value;
+    *out = value.is_string() ? value : Value::string(to_str(value));  // Markup(value) is a str
   } else if (name == "center") {
     Params p(name, args, {"width"});
     std::string s = to_str(value);
@@ -269,9 +273,12 @@ bool scalar_filter(Interpreter& in, const std::string& name, const Value& value,
     *out = Value::integer(words);
   } else if (name == "truncate") {
     Params p(name, args, {"length", "killwords", "end", "leeway"});
-    if (!value.is_string()) fail("truncate() needs a string, got " + type_name(value));
-    std::string s = value.as_string(), end = p.get_string(2, "...");
+    std::string end = p.get_string(2, "...");
     int64_t length_limit = p.get_int(0, 255), leeway = p.get_int(3, 5);
+    // Jinja2 measures len() of whatever it is given, and slices only text.
+    if (!value.is_string() && length(value) <= length_limit + leeway) { *out = value; return true; }
+    if (!value.is_string()) fail("truncate() needs a string, got " + type_name(value));
+    const std::string& s = value.as_string();
     auto offsets = code_point_offsets(s);
     int64_t n = static_cast<int64_t>(offsets.size()) - 1;
     if (n <= length_limit + leeway) { *out = Value::string(s); return true; }

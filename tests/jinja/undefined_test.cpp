@@ -32,6 +32,8 @@ TEST(JinjaUndefined, FailsWhereJinja2Fails) {
   EXPECT_EQ(error_of("{{ x < 1 }}"), "chat template line 1: 'x' is undefined");
   EXPECT_EQ(error_of("{{ x | tojson }}"), "chat template line 1: Object of type Undefined is not JSON serializable");
   EXPECT_EQ(error_of("{{ x.split(',') }}"), "chat template line 1: 'x' is undefined");
+  EXPECT_EQ(error_of("{{ x | int }}"), "chat template line 1: 'x' is undefined");
+  EXPECT_EQ(error_of("{{ x | float }}"), "chat template line 1: 'x' is undefined");
 }
 
 }  // namespace
