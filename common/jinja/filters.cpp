@@ -127,19 +127,6 @@ std::string html_escape(const std::string& s) {
   return out;
 }
 
-// Jinja's title filter: words begin after -, whitespace, (, {, [ or <.
-std::string jinja_title(const std::string& s) {
-  std::string out;
-  bool word_start = true;
-  for (char c : s) {
-    bool separator = c == '-' || c == '(' || c == '{' || c == '[' || c == '<' || c == ' ' || (c >= '\t' && c <= '\r');
-    if (separator) { out += c; word_start = true; continue; }
-    out += word_start ? ascii_upper(std::string(1, c)) : ascii_lower(std::string(1, c));
-    word_start = false;
-  }
-  return out;
-}
-
 Value tojson(Interpreter& in, const Value& v, CallArgs& args) {
   Params p("tojson", args, {"ensure_ascii", "indent", "separators", "sort_keys"});
   JsonFormat format;
@@ -192,7 +179,7 @@ bool scalar_filter(Interpreter& in, const std::string& name, const Value& value,
   } else if (name == "upper" || name == "lower" || name == "capitalize" || name == "title") {
     Params p(name, args, {});
     std::string s = to_str(value);
-    *out = Value::string(name == "upper" ? ascii_upper(s) : name == "lower" ? ascii_lower(s)
+    *out = Value::string(name == "upper" ? upper(s) : name == "lower" ? lower(s)
                          : name == "capitalize" ? capitalize(s) : jinja_title(s));
   } else if (name == "replace") {
     Params p(name, args, {"old", "new", "count"});

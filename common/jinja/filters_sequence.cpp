@@ -24,7 +24,7 @@ Value attribute_path(const Value& item, const Value& path) {
 // Sorting and min/max compare strings case-insensitively unless asked.
 Value sort_key(const Value& item, const Value& attribute, bool case_sensitive) {
   Value v = attribute.is_undefined() || attribute.is_none() ? item : attribute_path(item, attribute);
-  if (!case_sensitive && v.is_string()) return Value::string(ascii_lower(v.as_string()));
+  if (!case_sensitive && v.is_string()) return Value::string(lower(v.as_string()));
   return v;
 }
 

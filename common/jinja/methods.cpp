@@ -64,7 +64,7 @@ bool string_method(Interpreter& in, const std::string& s, const std::string& nam
     *out = Value::string(std::move(result));
   } else if (name == "upper" || name == "lower" || name == "title" || name == "capitalize") {
     Params p(name, args, {});
-    *out = Value::string(name == "upper" ? ascii_upper(s) : name == "lower" ? ascii_lower(s)
+    *out = Value::string(name == "upper" ? upper(s) : name == "lower" ? lower(s)
                          : name == "title" ? title(s) : capitalize(s));
   } else if (name == "find" || name == "rfind" || name == "count" || name == "index") {
     Params p(name, args, {"sub"});

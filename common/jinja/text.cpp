@@ -177,28 +177,6 @@ std::string ascii_lower(std::string_view s) {
   return out;
 }
 
-static bool is_ascii_letter(char c) { return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z'); }
-
-std::string title(std::string_view s) {
-  std::string out(s);
-  bool previous_cased = false;
-  for (char& c : out) {
-    if (is_ascii_letter(c)) {
-      c = previous_cased ? ascii_lower(std::string(1, c))[0] : ascii_upper(std::string(1, c))[0];
-      previous_cased = true;
-    } else {
-      previous_cased = false;
-    }
-  }
-  return out;
-}
-
-std::string capitalize(std::string_view s) {
-  std::string out = ascii_lower(s);
-  if (!out.empty() && out[0] >= 'a' && out[0] <= 'z') out[0] = static_cast<char>(out[0] - 32);
-  return out;
-}
-
 void append_utf8(std::string& out, uint32_t cp) {
   if (cp < 0x80) {
     out += static_cast<char>(cp);

@@ -25,9 +25,14 @@ std::string replace(std::string_view s, std::string_view from, std::string_view 
 size_t replaced_size(std::string_view s, std::string_view from, std::string_view to, int64_t count);
 std::string ascii_upper(std::string_view s);
 std::string ascii_lower(std::string_view s);
-// str.title(): a letter after a non-letter is upper-cased, others lowered.
+// case_mapping.cpp: str.upper(), str.lower(), str.title() (a cased letter
+// after a cased one is lowered, others title-cased), str.capitalize(),
+// and Jinja's own title filter.
+std::string upper(std::string_view s);
+std::string lower(std::string_view s);
 std::string title(std::string_view s);
 std::string capitalize(std::string_view s);
+std::string jinja_title(std::string_view s);
 void append_utf8(std::string& out, uint32_t code_point);
 
 }  // namespace tandem::jinja

@@ -40,6 +40,11 @@ TEST(JinjaFilters, Text) {
       {"{{ 'ab' | center(6) }}|{{ 'hello world foo' | truncate(9) }}|{{ 'hello' | truncate(3) }}|"
        "{{ 'a b  c' | wordcount }}",
        "{}", "  ab  |hello...|hello|3"},
+      {"{{ 'straße éÀ ÿ' | upper }}|{{ 'ΟΔΟΣ ΣΑΣ İ ÀÉ ДОМ' | lower }}|{{ 'élan ßa σ-δ' | title }}|"
+       "{{ 'ÉLAN vital' | capitalize }}|{{ ['b', 'Á', 'a'] | sort }}",
+       "{}", "STRASSE ÉÀ Ÿ|οδος σας i̇ àé дом|Élan SSa Σ-Δ|Élan vital|['a', 'b', 'Á']"},
+      {"{{ 'straße'.upper() }}|{{ 'ÀB'.lower() }}|{{ 'élan ßa'.title() }}|{{ 'éLAN'.capitalize() }}", "{}",
+       "STRASSE|àb|Élan Ssa|Élan"},
       {"{{ 2 | e + 0.1 | safe }}|{{ [1, 2] | truncate(3) }}|{{ x | int(5) }}", R"({"x": "7"})", "20.1|[1, 2]|7"},
       {"{{ 12 | string | length }}|{{ [1, 'a'] | string }}|{{ 'héllo' | length }}|{{ x | string }}", "{}",
        "2|[1, 'a']|5|"},
