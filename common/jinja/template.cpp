@@ -40,6 +40,7 @@ Template Template::parse(std::string_view source, Options options) {
 
 std::string Template::render(const nlohmann::ordered_json& context, const Limits& limits,
                              const Environment& environment) const {
+  if (!parsed_) throw Error(ErrorKind::internal, "chat template: render() on a moved-from Template");
   Interpreter interpreter(limits, environment);
   try {
     return interpreter.render(parsed_->body, context);
