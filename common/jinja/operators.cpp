@@ -1,6 +1,9 @@
 // Python's operators on Values: arithmetic, comparison, `in`, attribute
 // and item access, slicing, iteration.
+#include <cctype>
 #include <cmath>
+#include <cstdio>
+#include <cstring>
 
 #include "common/jinja/failure.h"
 #include "common/jinja/interpreter.h"
@@ -99,6 +102,55 @@ Value arithmetic(Interpreter& in, const std::string& op, const Value& a, const V
   return Value::floating(std::pow(a.as_float(), b.as_float()));
 }
 
+// Python's printf-style `'%s and %d' % (a, b)`: the conversions s r d i
+// f x %, with - and 0 flags, a width and a precision.
+Value percent_format(Interpreter& in, const std::string& format, const Value& values) {
+  List args = values.is_tuple() ? values.as_list() : List{values};
+  size_t next = 0;
+  std::string out;
+  for (size_t i = 0; i < format.size(); ++i) {
+    if (format[i] != '%') { out += format[i]; continue; }
+    size_t j = i + 1;
+    std::string spec = "%";
+    while (j < format.size() && (format[j] == '-' || format[j] == '0' || format[j] == ' ' || format[j] == '+')) spec += format[j++];
+    while (j < format.size() && std::isdigit(static_cast<unsigned char>(format[j]))) spec += format[j++];
+    if (j < format.size() && format[j] == '.') {
+      spec += format[j++];
+      while (j < format.size() && std::isdigit(static_cast<unsigned char>(format[j]))) spec += format[j++];
+    }
+    if (j >= format.size()) fail("incomplete format");
+    char conversion = format[j];
+    i = j;
+    if (conversion == '%') { out += '%'; continue; }
+    if (next >= args.size()) fail("not enough arguments for format string");
+    const Value& v = args[next++];
+    if (spec.size() > 12) fail("format width or precision too large");
+    char buffer[512];
+    if (conversion == 's' || conversion == 'r') {
+      std::string text = conversion == 's' ? to_str(v) : to_repr(v);
+      std::snprintf(buffer, sizeof buffer, (spec + "s").c_str(), "");
+      size_t width = std::strlen(buffer);
+      size_t n = static_cast<size_t>(code_point_count(text));
+      std::string pad(width > n ? width - n : 0, ' ');
+      out += spec.find('-') != std::string::npos ? text + pad : pad + text;
+    } else if (conversion == 'd' || conversion == 'i' || conversion == 'x' || conversion == 'f') {
+      if (!v.is_number()) fail(std::string("%") + conversion + " format: a real number is required, not " + type_name(v));
+      if (conversion == 'f') {
+        std::snprintf(buffer, sizeof buffer, (spec + "f").c_str(), v.as_float());
+      } else {
+        std::snprintf(buffer, sizeof buffer, (spec + (conversion == 'x' ? "llx" : "lld")).c_str(),
+                      static_cast<long long>(v.is_float() ? std::trunc(v.as_float()) : v.as_int()));
+      }
+      out += buffer;
+    } else {
+      fail(std::string("unsupported format character '") + conversion + "'");
+    }
+    in.check_size(out.size());
+  }
+  if (next < args.size()) fail("not all arguments converted during string formatting");
+  return Value::string(std::move(out));
+}
+
 }  // namespace
 
 Value binary_op(Interpreter& in, const std::string& op, const Value& a, const Value& b) {
@@ -132,7 +184,7 @@ Value binary_op(Interpreter& in, const std::string& op, const Value& a, const Va
     if ((a.is_string() || a.is_list()) && (b.is_int() || b.is_bool())) return repeat(in, a, b.as_int());
     if ((b.is_string() || b.is_list()) && (a.is_int() || a.is_bool())) return repeat(in, b, a.as_int());
   }
-  if (op == "%" && a.is_string()) fail("printf-style string formatting ('%' on a string) is not supported");
+  if (op == "%" && a.is_string()) return percent_format(in, a.as_string(), b);
   unsupported(op, a, b);
 }
 
