@@ -154,7 +154,6 @@ Value Interpreter::eval_filter(const Expr& e) {
   Value v = eval(*e.operands[0]);
   CallArgs args = eval_args(e.args, e.line);
   line_ = e.line;
-  charge_scan(v);
   return apply_filter(*this, e.name, v, args);
 }
 

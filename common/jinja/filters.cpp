@@ -286,7 +286,13 @@ bool is_filter_name(std::string_view name) {
 
 Value apply_filter(Interpreter& in, const std::string& name, const Value& value, CallArgs& args) {
   Value out;
-  if (scalar_filter(in, name, value, args, &out) || sequence_filter(in, name, value, args, &out)) return out;
+  if (scalar_filter(in, name, value, args, &out)) {
+    // Text filters scan their input and build their output.
+    if (value.is_string()) in.charge_scan(value);
+    if (out.is_string()) in.charge_scan(out);
+    return out;
+  }
+  if (sequence_filter(in, name, value, args, &out)) return out;
   fail("no filter named '" + name + "'");
 }
 

@@ -144,23 +144,36 @@ Value items_of(const Value& value) {
 }  // namespace
 
 bool sequence_filter(Interpreter& in, const std::string& name, const Value& value, CallArgs& args, Value* out) {
+  // Filters that copy or scan the whole value charge for it (charge_scan);
+  // length of a list and first/last of a list cost one step, as in Python.
   if (name == "length" || name == "count") {
     Params p(name, args, {});
+    if (value.is_string()) in.charge_scan(value);
     *out = Value::integer(length(value));
   } else if (name == "list") {
     Params p(name, args, {});
+    in.charge_scan(value);
     *out = Value::list(iterate(value));
   } else if (name == "items") {
     Params p(name, args, {});
+    in.charge_scan(value);
     *out = items_of(value);
   } else if (name == "first" || name == "last") {
     Params p(name, args, {});
+    if (value.is_list()) {
+      const List& items = value.as_list();
+      if (items.empty()) *out = Value::undefined("No " + name + " item, sequence was empty.");
+      else *out = name == "first" ? items.front() : items.back();
+      return true;
+    }
+    in.charge_scan(value);
     List items = iterate(value);
     if (items.empty()) *out = Value::undefined("No " + name + " item, sequence was empty.");
     else *out = name == "first" ? items.front() : items.back();
   } else if (name == "join") {
     Params p(name, args, {"d", "attribute"});
     std::string separator = p.has(0) ? to_str(p.get(0)) : "", joined;
+    in.charge_scan(value);
     bool first = true;
     if (!value.is_list() && !value.is_dict() && !value.is_string() && !value.is_undefined()) {
       fail("'" + type_name(value) + "' object is not iterable");
@@ -196,6 +209,7 @@ bool sequence_filter(Interpreter& in, const std::string& name, const Value& valu
     *out = unique(in, value, args);
   } else if (name == "reverse") {
     Params p(name, args, {});
+    in.charge_scan(value);
     if (value.is_string()) {
       List chars = iterate(value);
       std::string reversed;
@@ -220,6 +234,7 @@ bool sequence_filter(Interpreter& in, const std::string& name, const Value& valu
     Params p(name, args, {"linecount", "fill_with"});
     int64_t size = p.get_int(0, 0);
     if (size <= 0) fail("batch() needs a positive line count");
+    in.charge_scan(value);
     in.check_size(static_cast<size_t>(size));
     List batches, current;
     for (auto& item : iterate(value)) {

@@ -53,6 +53,30 @@ TEST(JinjaLimits, GrowingTextIsRefusedBeforeItIsBuilt) {
   }
 }
 
+TEST(JinjaLimits, LongConversationsFitTheDefaultLimits) {
+  // 20000 messages through the shape of Qwen3's template (a reverse scan
+  // reading messages|length each turn, then the render): the limits are
+  // for runaway templates, not for long chats.
+  nlohmann::ordered_json context = {{"messages", nlohmann::ordered_json::array()}};
+  std::string expected;
+  for (int i = 0; i < 20000; ++i) {
+    std::string role = i % 2 ? "assistant" : "user", content = "message " + std::to_string(i);
+    context["messages"].push_back({{"role", role}, {"content", content}});
+    expected += "<|im_start|>" + role + "\n" + content + "<|im_end|>\n";
+  }
+  expected += "19998";
+  Template t = Template::parse(
+      "{%- set ns = namespace(last=-1) %}\n"
+      "{%- for message in messages[::-1] %}\n"
+      "    {%- set index = (messages|length - 1) - loop.index0 %}\n"
+      "    {%- if ns.last == -1 and message.role == 'user' %}{% set ns.last = index %}{% endif %}\n"
+      "{%- endfor %}\n"
+      "{%- for message in messages %}\n"
+      "    {{- '<|im_start|>' + message.role + '\\n' + message.content | trim + '<|im_end|>\\n' }}\n"
+      "{%- endfor %}{{ ns.last }}");
+  EXPECT_EQ(t.render(context), expected);
+}
+
 TEST(JinjaLimits, MacroRecursion) {
   Limits limits;
   limits.max_call_depth = 8;
