@@ -64,7 +64,7 @@ Value select(Interpreter& in, const std::string& name, const Value& value, CallA
     }
     if (passed == keep_when) kept.push_back(item);
   }
-  return Value::list(std::move(kept));
+  return Value::generator(std::move(kept));
 }
 
 Value map(Interpreter& in, const Value& value, CallArgs& args) {
@@ -86,7 +86,7 @@ Value map(Interpreter& in, const Value& value, CallArgs& args) {
       mapped.push_back(apply_filter(in, to_str(args.positional[0]), item, filter_args));
     }
   }
-  return Value::list(std::move(mapped));
+  return Value::generator(std::move(mapped));
 }
 
 Value sorted(Interpreter& in, const Value& value, CallArgs& args) {
@@ -130,7 +130,7 @@ Value unique(Interpreter& in, const Value& value, CallArgs& args) {
     seen.push_back(key);
     out.push_back(item);
   }
-  return Value::list(std::move(out));
+  return Value::generator(std::move(out));
 }
 
 Value items_of(const Value& value) {
@@ -158,8 +158,10 @@ bool sequence_filter(Interpreter& in, const std::string& name, const Value& valu
     Params p(name, args, {});
     in.charge_scan(value);
     *out = items_of(value);
+    if (!value.is_undefined()) *out = Value::generator(out->as_list());
   } else if (name == "first" || name == "last") {
     Params p(name, args, {});
+    if (name == "last" && value.is_generator()) fail("'generator' object is not reversible");
     if (value.is_list()) {
       const List& items = value.as_list();
       if (items.empty()) *out = Value::undefined("No " + name + " item, sequence was empty.");
@@ -218,7 +220,7 @@ bool sequence_filter(Interpreter& in, const std::string& name, const Value& valu
     } else {
       List items = iterate(value);
       std::reverse(items.begin(), items.end());
-      *out = Value::list(std::move(items));
+      *out = Value::generator(std::move(items));  // reversed(): an iterator
     }
   } else if (name == "sum") {
     Params p(name, args, {"attribute", "start"});
@@ -245,7 +247,7 @@ bool sequence_filter(Interpreter& in, const std::string& name, const Value& valu
       if (p.has(1)) while (static_cast<int64_t>(current.size()) < size) current.push_back(p.get(1));
       batches.push_back(Value::list(std::move(current)));
     }
-    *out = Value::list(std::move(batches));
+    *out = Value::generator(std::move(batches));
   } else if (name == "attr") {
     Params p(name, args, {"name"});
     *out = get_attribute(value, p.get_string(0, ""));

@@ -116,6 +116,7 @@ void dump(std::string& out, const Value& v, const JsonFormat& f, int depth) {
     }
     case Value::Kind::string: quote(out, v.as_string(), f.ensure_ascii); return;
     case Value::Kind::list: {
+      if (v.is_generator()) fail("Object of type generator is not JSON serializable");
       if (v.as_list().empty()) { out += "[]"; return; }
       out += '[';
       bool first = true;

@@ -169,20 +169,20 @@ Value binary_op(Interpreter& in, const std::string& op, const Value& a, const Va
       in.charge((a.as_string().size() + b.as_string().size()) / 64);
       return Value::string(a.as_string() + b.as_string());
     }
-    if (a.is_list() && b.is_list() && a.is_tuple() == b.is_tuple()) {
+    if (a.is_list() && b.is_list() && a.is_tuple() == b.is_tuple() && !a.is_generator() && !b.is_generator()) {
       List items = a.as_list();
       items.insert(items.end(), b.as_list().begin(), b.as_list().end());
       in.check_size(items.size());
       in.charge(items.size() / 8);
       return Value::list(std::move(items), a.is_tuple());
     }
-    if (a.is_string() || a.is_list()) {
+    if (a.is_string() || (a.is_list() && !a.is_generator())) {
       fail("can only concatenate " + type_name(a) + " (not \"" + type_name(b) + "\") to " + type_name(a));
     }
   }
   if (op == "*") {
-    if ((a.is_string() || a.is_list()) && (b.is_int() || b.is_bool())) return repeat(in, a, b.as_int());
-    if ((b.is_string() || b.is_list()) && (a.is_int() || a.is_bool())) return repeat(in, b, a.as_int());
+    if ((a.is_string() || (a.is_list() && !a.is_generator())) && (b.is_int() || b.is_bool())) return repeat(in, a, b.as_int());
+    if ((b.is_string() || (b.is_list() && !b.is_generator())) && (a.is_int() || a.is_bool())) return repeat(in, b, a.as_int());
   }
   if (op == "%" && a.is_string()) return percent_format(in, a.as_string(), b);
   unsupported(op, a, b);
@@ -234,6 +234,7 @@ Value get_attribute(const Value& object, const std::string& name) {
 
 Value get_item(const Value& object, const Value& key) {
   if (object.is_undefined()) undefined_error(object);
+  if (object.is_generator()) return Value::undefined("'generator object' has no attribute '" + to_str(key) + "'");
   if (object.is_list() || object.is_string()) {
     if (key.is_int() || key.is_bool()) {
       int64_t n = length(object), i = key.as_int();
@@ -260,7 +261,9 @@ Value get_item(const Value& object, const Value& key) {
 
 Value slice(Interpreter& in, const Value& object, const Value& start, const Value& stop, const Value& step_value) {
   if (object.is_undefined()) undefined_error(object);
-  if (!object.is_list() && !object.is_string()) fail("'" + type_name(object) + "' object is not subscriptable");
+  if ((!object.is_list() && !object.is_string()) || object.is_generator()) {
+    fail("'" + type_name(object) + "' object is not subscriptable");
+  }
   for (const Value* v : {&start, &stop, &step_value}) {
     if (!v->is_none() && !v->is_int() && !v->is_bool()) {
       fail("slice indices must be integers or None, not " + type_name(*v));

@@ -50,7 +50,7 @@ bool apply_test(Interpreter& in, const std::string& name, const Value& v, CallAr
   if (name == "false") return v.is_bool() && !v.as_bool();
   if (name == "mapping") return v.kind() == K::dict;
   if (name == "iterable") return v.is_list() || v.kind() == K::dict || v.is_string() || v.is_undefined();
-  if (name == "sequence") return v.is_list() || v.kind() == K::dict || v.is_string() || v.is_undefined();
+  if (name == "sequence") return (v.is_list() && !v.is_generator()) || v.kind() == K::dict || v.is_string() || v.is_undefined();
   if (name == "callable") return v.is_callable();
   if (name == "eq" || name == "equalto" || name == "==") return compare_op("==", v, one_argument(name, args));
   if (name == "ne" || name == "!=") return compare_op("!=", v, one_argument(name, args));

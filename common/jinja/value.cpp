@@ -36,6 +36,12 @@ Value Value::list(List items, bool tuple) {
   return v;
 }
 
+Value Value::generator(List items) {
+  Value v = list(std::move(items));
+  v.generator_ = true;
+  return v;
+}
+
 Value Value::dict(Dict d) {
   Value v(Kind::dict);
   v.dict_ = std::make_shared<Dict>(std::move(d));
@@ -63,7 +69,7 @@ bool truthy(const Value& v) {
     case Value::Kind::integer: return v.as_int() != 0;
     case Value::Kind::floating: return v.as_float() != 0;
     case Value::Kind::string: return !v.as_string().empty();
-    case Value::Kind::list: return !v.as_list().empty();
+    case Value::Kind::list: return v.is_generator() || !v.as_list().empty();
     case Value::Kind::dict: return !v.as_dict().entries.empty();
     case Value::Kind::namespace_:
     case Value::Kind::callable: return true;
@@ -78,6 +84,7 @@ static bool equal_at(const Value& a, const Value& b, int depth) {
     return a.as_int() == b.as_int();
   }
   if (a.kind() != b.kind()) return false;
+  if (a.is_generator() || b.is_generator()) return false;  // iterators compare by identity
   switch (a.kind()) {
     case Value::Kind::undefined:
     case Value::Kind::none: return true;
@@ -118,7 +125,7 @@ static int compare_at(const Value& a, const Value& b, int depth) {
     int c = a.as_string().compare(b.as_string());  // UTF-8 bytes order as code points
     return c < 0 ? -1 : (c > 0 ? 1 : 0);
   }
-  if (a.is_list() && b.is_list() && a.is_tuple() == b.is_tuple()) {
+  if (a.is_list() && b.is_list() && a.is_tuple() == b.is_tuple() && !a.is_generator() && !b.is_generator()) {
     auto& x = a.as_list();
     auto& y = b.as_list();
     for (size_t i = 0; i < x.size() && i < y.size(); ++i) {
@@ -243,6 +250,7 @@ static std::string str_at(const Value& v, int depth) {
     case Value::Kind::floating: return float_repr(v.as_float());
     case Value::Kind::string: return v.as_string();
     case Value::Kind::list: {
+      if (v.is_generator()) return "<generator object>";  // Python adds an address
       std::string out = v.is_tuple() ? "(" : "[";
       for (size_t i = 0; i < v.as_list().size(); ++i) {
         if (i) out += ", ";
@@ -284,7 +292,7 @@ std::string type_name(const Value& v) {
     case Value::Kind::integer: return "int";
     case Value::Kind::floating: return "float";
     case Value::Kind::string: return "str";
-    case Value::Kind::list: return v.is_tuple() ? "tuple" : "list";
+    case Value::Kind::list: return v.is_generator() ? "generator" : v.is_tuple() ? "tuple" : "list";
     case Value::Kind::dict: return "dict";
     case Value::Kind::namespace_: return "Namespace";
     case Value::Kind::callable: return "function";
@@ -294,7 +302,7 @@ std::string type_name(const Value& v) {
 
 int64_t length(const Value& v) {
   if (v.is_string()) return code_point_count(v.as_string());
-  if (v.is_list()) return static_cast<int64_t>(v.as_list().size());
+  if (v.is_list() && !v.is_generator()) return static_cast<int64_t>(v.as_list().size());
   if (v.is_dict()) return static_cast<int64_t>(v.as_dict().entries.size());
   if (v.is_undefined()) return 0;
   fail("object of type '" + type_name(v) + "' has no len()");

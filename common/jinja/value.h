@@ -49,6 +49,11 @@ class Value {
   static Value floating(double f) { Value v(Kind::floating); v.float_ = f; return v; }
   static Value string(std::string s) { Value v(Kind::string); v.text_ = std::move(s); return v; }
   static Value list(List items, bool tuple = false);
+  // What Jinja2's lazy filters (map, select, reject, selectattr,
+  // rejectattr, items, unique, batch, reverse) return: a Python iterator.
+  // It iterates like a list but is always true, has no len(), cannot be
+  // indexed, sliced, added or serialized, and prints as a generator.
+  static Value generator(List items);
   static Value dict(Dict d);
   static Value namespace_object(Dict d);
   static Value callable(std::string name, NativeFunction f);
@@ -63,6 +68,7 @@ class Value {
   bool is_string() const { return kind_ == Kind::string; }
   bool is_list() const { return kind_ == Kind::list; }
   bool is_tuple() const { return kind_ == Kind::list && tuple_; }
+  bool is_generator() const { return kind_ == Kind::list && generator_; }
   bool is_dict() const { return kind_ == Kind::dict || kind_ == Kind::namespace_; }
   bool is_namespace() const { return kind_ == Kind::namespace_; }
   bool is_callable() const { return kind_ == Kind::callable; }
@@ -82,6 +88,7 @@ class Value {
   explicit Value(Kind kind) : kind_(kind) {}
   Kind kind_ = Kind::undefined;
   bool tuple_ = false;
+  bool generator_ = false;
   int64_t int_ = 0;
   double float_ = 0;
   std::string text_;

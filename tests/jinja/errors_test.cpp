@@ -36,6 +36,9 @@ TEST(JinjaErrors, RenderErrorsNameTheLine) {
   EXPECT_EQ(error_of("{{ 'abc'() }}"), "chat template line 1: 'str' object is not callable");
   EXPECT_EQ(error_of("\n{{ 'a' + 1 }}"), "chat template line 2: can only concatenate str (not \"int\") to str");
   EXPECT_EQ(error_of("{{ 1 / 0 }}"), "chat template line 1: division by zero");
+  EXPECT_EQ(error_of("{{ [1] | select | length }}"), "chat template line 1: object of type 'generator' has no len()");
+  EXPECT_EQ(error_of("{{ [1] | map('string') | tojson }}"),
+            "chat template line 1: Object of type generator is not JSON serializable");
   EXPECT_EQ(error_of("{{ '%s %s' % ('a',) }}"), "chat template line 1: not enough arguments for format string");
   EXPECT_EQ(error_of("{{ '%s' % ('a', 'b') }}"),
             "chat template line 1: not all arguments converted during string formatting");

@@ -93,6 +93,11 @@ TEST(JinjaFilters, Sequences) {
        "[2, 1]cba['a', 'b']['a', 'b']"},
       {"{{ d | items | list }}{{ d | dictsort }}{{ d | dictsort(reverse=true) }}", R"({"d": {"b": 1, "a": 2}})",
        "[('b', 1), ('a', 2)][('a', 2), ('b', 1)][('b', 1), ('a', 2)]"},
+      // map, select, reject, unique, items, batch and reverse give Python
+      // iterators: always true, no len(), no index.
+      {"{% if [] | select('odd') %}T{% endif %}{% if [] | map('string') %}T{% endif %}{{ [1, 2] | map('string') | first }}"
+       "{{ ([3, 1] | reverse)[0] }}|{{ [1] | select is sequence }}{{ [1] | select is iterable }}{{ [1] | select == [1] }}",
+       "{}", "TT1|FalseTrueFalse"},
       {"{{ [1, 2, 3, 4, 5] | batch(2) | list }}{{ [1, 2, 3] | batch(2, 0) | list }}", "{}",
        "[[1, 2], [3, 4], [5]][[1, 2], [3, 0]]"},
   });
