@@ -80,7 +80,6 @@ void Parser::statement(Body* out) {
     loop_depth_ = 0;
     s->body = subparse({"endmacro"}, &found);
     loop_depth_ = saved;
-    skip_name_if_matches(s->name);
     expect_block_end();
   } else if (name == "call") {
     s->kind = StmtKind::call_block;
@@ -128,10 +127,6 @@ std::string Parser::expected(const std::vector<std::string>& ends) {
   std::string out;
   for (size_t i = 0; i < ends.size(); ++i) out += (i == 0 ? "'" : i + 1 == ends.size() ? " or '" : ", '") + ends[i] + "'";
   return out;
-}
-
-void Parser::skip_name_if_matches(const std::string& name) {
-  if (peek().kind == TokenKind::name && peek().text == name) next();
 }
 
 void Parser::parse_if(Stmt* s) {

@@ -105,7 +105,6 @@ class Parser {
   void statement(Body* out);
   std::string innermost_block() const;
   static std::string expected(const std::vector<std::string>& ends);
-  void skip_name_if_matches(const std::string& name);
   void parse_if(Stmt* s);
   std::vector<std::string> parse_targets();
   void parse_for(Stmt* s);
