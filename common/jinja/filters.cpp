@@ -112,21 +112,6 @@ std::string indent(const std::string& s, const std::string& prefix, bool first, 
   return out;
 }
 
-std::string html_escape(const std::string& s) {
-  std::string out;
-  for (char c : s) {
-    switch (c) {
-      case '&': out += "&amp;"; break;
-      case '<': out += "&lt;"; break;
-      case '>': out += "&gt;"; break;
-      case '"': out += "&#34;"; break;
-      case '\'': out += "&#39;"; break;
-      default: out += c;
-    }
-  }
-  return out;
-}
-
 Value tojson(Interpreter& in, const Value& v, CallArgs& args) {
   Params p("tojson", args, {"ensure_ascii", "indent", "separators", "sort_keys"});
   JsonFormat format;
@@ -235,10 +220,11 @@ bool scalar_filter(Interpreter& in, const std::string& name, const Value& value,
     *out = Value::string(std::move(result));
   } else if (name == "e" || name == "escape" || name == "forceescape") {
     Params p(name, args, {});
-    *out = Value::string(html_escape(to_str(value)));
+    *out = name == "escape" || name == "e" ? (value.is_markup() ? value : Value::markup(html_escape(to_str(value))))
+                                           : Value::markup(html_escape(to_str(value)));
   } else if (name == "safe") {
     Params p(name, args, {});
-    *out = value.is_string() ? value : Value::string(to_str(value));  // Markup(value) is a str
+    *out = Value::markup(to_str(value));
   } else if (name == "center") {
     Params p(name, args, {"width"});
     std::string s = to_str(value);

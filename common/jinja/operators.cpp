@@ -167,6 +167,13 @@ Value binary_op(Interpreter& in, const std::string& op, const Value& a, const Va
     if (a.is_string() && b.is_string()) {
       in.check_size(a.as_string().size() + b.as_string().size());
       in.charge((a.as_string().size() + b.as_string().size()) / 64);
+      if (a.is_markup() || b.is_markup()) {
+        // Markup + str escapes the str (markupsafe), whatever autoescape says.
+        std::string left = a.is_markup() ? a.as_string() : html_escape(a.as_string());
+        std::string right = b.is_markup() ? b.as_string() : html_escape(b.as_string());
+        in.check_size(left.size() + right.size());
+        return Value::markup(left + right);
+      }
       return Value::string(a.as_string() + b.as_string());
     }
     if (a.is_list() && b.is_list() && a.is_tuple() == b.is_tuple() && !a.is_generator() && !b.is_generator()) {

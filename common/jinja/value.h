@@ -48,6 +48,9 @@ class Value {
   static Value integer(int64_t i) { Value v(Kind::integer); v.int_ = i; return v; }
   static Value floating(double f) { Value v(Kind::floating); v.float_ = f; return v; }
   static Value string(std::string s) { Value v(Kind::string); v.text_ = std::move(s); return v; }
+  // Markup, what `safe` and `escape` return: text Python treats as HTML,
+  // so `+` HTML-escapes the plain text on its other side.
+  static Value markup(std::string s) { Value v = string(std::move(s)); v.tuple_ = true; return v; }
   static Value list(List items, bool tuple = false);
   // What Jinja2's lazy filters (map, select, reject, selectattr,
   // rejectattr, items, unique, batch, reverse) return: a Python iterator.
@@ -68,6 +71,7 @@ class Value {
   bool is_string() const { return kind_ == Kind::string; }
   bool is_list() const { return kind_ == Kind::list; }
   bool is_tuple() const { return kind_ == Kind::list && tuple_; }
+  bool is_markup() const { return kind_ == Kind::string && tuple_; }
   bool is_generator() const { return kind_ == Kind::list && generator_; }
   bool is_dict() const { return kind_ == Kind::dict || kind_ == Kind::namespace_; }
   bool is_namespace() const { return kind_ == Kind::namespace_; }
@@ -87,7 +91,7 @@ class Value {
  private:
   explicit Value(Kind kind) : kind_(kind) {}
   Kind kind_ = Kind::undefined;
-  bool tuple_ = false;
+  bool tuple_ = false;  // a tuple, or for a string: Markup
   bool generator_ = false;
   int64_t int_ = 0;
   double float_ = 0;

@@ -45,6 +45,9 @@ TEST(JinjaFilters, Text) {
        "{}", "STRASSE ÉÀ Ÿ|οδος σας i̇ àé дом|Élan SSa Σ-Δ|Élan vital|['a', 'b', 'Á']"},
       {"{{ 'straße'.upper() }}|{{ 'ÀB'.lower() }}|{{ 'élan ßa'.title() }}|{{ 'éLAN'.capitalize() }}", "{}",
        "STRASSE|àb|Élan Ssa|Élan"},
+      // safe and escape give Markup: `+` escapes the plain text beside it, `~` does not.
+      {"{{ '<a>' + ('b' | e) }}|{{ ('<' | safe) + '<' }}|{{ ('<' | safe) ~ '<' }}|{{ '<' | e | e }}|{{ ('<' | e) == '&lt;' }}",
+       "{}", "&lt;a&gt;b|<&lt;|<<|&lt;|True"},
       {"{{ 2 | e + 0.1 | safe }}|{{ [1, 2] | truncate(3) }}|{{ x | int(5) }}", R"({"x": "7"})", "20.1|[1, 2]|7"},
       {"{{ 12 | string | length }}|{{ [1, 'a'] | string }}|{{ 'héllo' | length }}|{{ x | string }}", "{}",
        "2|[1, 'a']|5|"},
