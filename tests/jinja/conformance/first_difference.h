@@ -42,12 +42,19 @@ inline std::string describe_first_difference(const std::string& expected, const 
                                              size_t context = 60) {
   const size_t at = first_difference_offset(expected, actual);
   if (at == std::string::npos) return "";
-  const size_t before = at > context ? at - context : 0;
+  // The texts may part inside a character: the shared part then ends where
+  // that character starts, and each side shows its own whole character.
+  size_t split = at;
+  while (split > 0 && split < expected.size() &&
+         (static_cast<unsigned char>(expected[split]) & 0xC0) == 0x80) {
+    --split;
+  }
+  const size_t before = split > context ? split - context : 0;
   return "first difference at byte " + std::to_string(at) + " (expected " +
          std::to_string(expected.size()) + " bytes, got " + std::to_string(actual.size()) +
-         ")\n  both:     ..." + excerpt(expected, before, at) +
-         "\n  expected: " + excerpt(expected, at, at + context) + "..." +
-         "\n  actual:   " + excerpt(actual, at, at + context) + "...";
+         ")\n  both:     ..." + excerpt(expected, before, split) +
+         "\n  expected: " + excerpt(expected, split, split + context) + "..." +
+         "\n  actual:   " + excerpt(actual, split, split + context) + "...";
 }
 
 }  // namespace tandem::jinja_conformance

@@ -44,9 +44,11 @@ TEST(FirstDifference, ContextNeverCutsAUtf8Character) {
   const std::string report = describe_first_difference("\xC3\xA9" "a", "\xC3\xA9" "b", 1);
   EXPECT_THAT(report, HasSubstr("first difference at byte 2"));
   EXPECT_THAT(report, HasSubstr("both:     ...\"\xC3\xA9\""));
-  // Differing inside a character: both sides widen to whole characters.
-  const std::string inside = describe_first_difference("\xC3\xA9", "\xC3\xA8", 4);
-  EXPECT_THAT(inside, HasSubstr("at byte 1"));
+  // Differing inside a character: the shared part stops before it, and
+  // each side shows its own whole character.
+  const std::string inside = describe_first_difference("x\xC3\xA9", "x\xC3\xA8", 4);
+  EXPECT_THAT(inside, HasSubstr("at byte 2"));
+  EXPECT_THAT(inside, HasSubstr("both:     ...\"x\"\n"));
   EXPECT_THAT(inside, HasSubstr("expected: \"\xC3\xA9\""));
   EXPECT_THAT(inside, HasSubstr("actual:   \"\xC3\xA8\""));
 }
