@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "common/jinja/builtins.h"
 #include "common/jinja/failure.h"
 
 namespace tandem::jinja {
@@ -103,7 +104,7 @@ class Parser {
       const Token& t = peek();
       if (t.kind == TokenKind::end) {
         if (ends.empty()) return body;
-        error("unexpected end of template, expected '" + ends.back() + "'");
+        error("unexpected end of template: " + innermost_block() + " is not closed (expected " + expected(ends) + ")");
       }
       if (t.kind == TokenKind::text) {
         auto s = std::make_unique<Stmt>();
@@ -142,6 +143,14 @@ class Parser {
     auto s = std::make_unique<Stmt>();
     s->line = tag.line;
     const std::string& name = tag.text;
+    bool opens_block = name == "if" || name == "for" || name == "set" || name == "macro" || name == "call" ||
+                       name == "filter" || name == "generation";
+    if (opens_block) open_blocks_.push_back({name, tag.line});
+    struct Pop {
+      std::vector<OpenBlock>* blocks;
+      bool active;
+      ~Pop() { if (active) blocks->pop_back(); }
+    } pop{&open_blocks_, opens_block};
     if (name == "if") {
       parse_if(s.get());
     } else if (name == "for") {
@@ -191,9 +200,21 @@ class Parser {
     } else if (name == "include" || name == "extends" || name == "import" || name == "from" || name == "block") {
       error("the '" + name + "' tag is not supported in chat templates");
     } else {
-      error("encountered unknown tag '" + name + "'");
+      std::string where = open_blocks_.empty() ? "" : "; " + innermost_block() + " is still open";
+      error("encountered unknown tag '" + name + "'" + where);
     }
     out->push_back(std::move(s));
+  }
+
+  std::string innermost_block() const {
+    if (open_blocks_.empty()) return "the template";
+    return "the '" + open_blocks_.back().name + "' block from line " + std::to_string(open_blocks_.back().line);
+  }
+
+  static std::string expected(const std::vector<std::string>& ends) {
+    std::string out;
+    for (size_t i = 0; i < ends.size(); ++i) out += (i == 0 ? "'" : i + 1 == ends.size() ? " or '" : ", '") + ends[i] + "'";
+    return out;
   }
 
   void skip_name_if_matches(const std::string& name) {
@@ -581,7 +602,7 @@ class Parser {
         int line = peek().line;
         auto f = make(ExprKind::filter, line, std::move(node));
         f->name = expect_name();
-        while (is_op(".")) { next(); f->name += "." + expect_name(); }
+        if (!is_filter_name(f->name)) error("no filter named '" + f->name + "'");
         if (is_op("(")) f->args = parse_args();
         node = std::move(f);
       } else if (is_name("is")) {
@@ -589,6 +610,7 @@ class Parser {
         auto test = make(ExprKind::test, line, std::move(node));
         test->negated = skip_name("not");
         test->name = expect_name();
+        if (!is_test_name(test->name)) error("no test named '" + test->name + "'");
         if (is_op("(")) {
           test->args = parse_args();
         } else if ((peek().kind == TokenKind::name || peek().kind == TokenKind::string ||
@@ -615,6 +637,11 @@ class Parser {
   size_t pos_ = 0;
   int depth_ = 0;
   int loop_depth_ = 0;
+  struct OpenBlock {
+    std::string name;
+    int line;
+  };
+  std::vector<OpenBlock> open_blocks_;  // for the messages about unclosed blocks
 };
 
 }  // namespace
