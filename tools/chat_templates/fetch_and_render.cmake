@@ -36,7 +36,9 @@ endif()
 set(install_dir "${WORK_DIR}/install")
 set(stamp "${install_dir}/installed-package-lock.json")
 set(installed FALSE)
-if(EXISTS "${stamp}")
+# The stamp is written last: present, the install finished (unless someone
+# removed node_modules/ since, which the second check catches).
+if(EXISTS "${stamp}" AND EXISTS "${install_dir}/node_modules/@huggingface/jinja/package.json")
   file(SHA256 "${stamp}" have)
   file(SHA256 "${SOURCE_DIR}/package-lock.json" want)
   if(have STREQUAL want)
