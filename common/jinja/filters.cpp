@@ -156,6 +156,12 @@ bool scalar_filter(Interpreter& in, const std::string& name, const Value& value,
     *out = tojson(in, value, args);
   } else if (name == "trim") {
     Params p(name, args, {"chars"});
+    // Python's Jinja2 trims str(value), which puts "None" or a list's repr
+    // into the prompt; the reference (@huggingface/jinja) refuses, and so do
+    // we: `content | trim` with list or null content is a malformed request.
+    if (value.is_none() || value.is_list() || value.is_dict()) {
+      fail("trim: expected a string, got " + type_name(value));
+    }
     bool whitespace = !p.has(0) || p.get(0).is_none();
     *out = Value::string(strip(to_str(value), true, true, whitespace, whitespace ? "" : p.get_string(0, "")));
   } else if (name == "string") {
