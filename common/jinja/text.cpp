@@ -1,0 +1,202 @@
+#include "common/jinja/text.h"
+
+namespace tandem::jinja {
+
+std::vector<size_t> code_point_offsets(std::string_view s) {
+  std::vector<size_t> offsets;
+  offsets.reserve(s.size() + 1);
+  for (size_t i = 0; i < s.size(); ++i) {
+    // Continuation bytes (10xxxxxx) do not start a code point.
+    if ((static_cast<unsigned char>(s[i]) & 0xC0) != 0x80) offsets.push_back(i);
+  }
+  offsets.push_back(s.size());
+  return offsets;
+}
+
+int64_t code_point_count(std::string_view s) {
+  int64_t n = 0;
+  for (char c : s) n += (static_cast<unsigned char>(c) & 0xC0) != 0x80;
+  return n;
+}
+
+bool is_python_space(std::string_view s, size_t pos, size_t* width) {
+  unsigned char c = static_cast<unsigned char>(s[pos]);
+  *width = 1;
+  if (c == ' ' || (c >= 0x09 && c <= 0x0D) || (c >= 0x1C && c <= 0x1F)) return true;
+  // U+0085, U+00A0 and U+3000 are the non-ASCII spaces chat text meets.
+  if (c == 0xC2 && pos + 1 < s.size()) {
+    unsigned char d = static_cast<unsigned char>(s[pos + 1]);
+    if (d == 0x85 || d == 0xA0) { *width = 2; return true; }
+  }
+  if (c == 0xE3 && s.substr(pos, 3) == "\xE3\x80\x80") { *width = 3; return true; }
+  return false;
+}
+
+namespace {
+
+// The width of a "strippable" unit at pos, or 0.
+size_t strippable_at(std::string_view s, size_t pos, bool whitespace, std::string_view chars) {
+  if (whitespace) {
+    size_t w;
+    return is_python_space(s, pos, &w) ? w : 0;
+  }
+  auto offsets = code_point_offsets(s.substr(pos, 4));
+  size_t w = offsets.size() > 1 ? offsets[1] : 1;
+  std::string_view unit = s.substr(pos, w);
+  for (auto& o : code_point_offsets(chars)) {
+    if (o < chars.size()) {
+      size_t end = o + 1;
+      while (end < chars.size() && (static_cast<unsigned char>(chars[end]) & 0xC0) == 0x80) ++end;
+      if (chars.substr(o, end - o) == unit) return w;
+    }
+  }
+  return 0;
+}
+
+}  // namespace
+
+std::string strip(std::string_view s, bool left, bool right, bool whitespace, std::string_view chars) {
+  size_t begin = 0, end = s.size();
+  if (left) {
+    while (begin < end) {
+      size_t w = strippable_at(s, begin, whitespace, chars);
+      if (w == 0) break;
+      begin += w;
+    }
+  }
+  if (right) {
+    while (end > begin) {
+      size_t start = end - 1;
+      while (start > begin && (static_cast<unsigned char>(s[start]) & 0xC0) == 0x80) --start;
+      if (strippable_at(s.substr(0, end), start, whitespace, chars) != end - start) break;
+      end = start;
+    }
+  }
+  return std::string(s.substr(begin, end - begin));
+}
+
+std::vector<std::string> split_whitespace(std::string_view s, int64_t maxsplit) {
+  std::vector<std::string> parts;
+  size_t i = 0, w;
+  while (true) {
+    while (i < s.size() && is_python_space(s, i, &w)) i += w;
+    if (i >= s.size()) break;
+    if (maxsplit >= 0 && static_cast<int64_t>(parts.size()) == maxsplit) {
+      // The rest, with its trailing whitespace stripped, as Python does.
+      parts.push_back(strip(s.substr(i), false, true, true));
+      break;
+    }
+    size_t start = i;
+    while (i < s.size() && !is_python_space(s, i, &w)) ++i;
+    parts.emplace_back(s.substr(start, i - start));
+  }
+  return parts;
+}
+
+std::vector<std::string> split(std::string_view s, std::string_view sep, int64_t maxsplit) {
+  std::vector<std::string> parts;
+  size_t start = 0;
+  while (maxsplit < 0 || static_cast<int64_t>(parts.size()) < maxsplit) {
+    size_t at = s.find(sep, start);
+    if (at == std::string_view::npos) break;
+    parts.emplace_back(s.substr(start, at - start));
+    start = at + sep.size();
+  }
+  parts.emplace_back(s.substr(start));
+  return parts;
+}
+
+std::vector<std::string> rsplit(std::string_view s, std::string_view sep, int64_t maxsplit) {
+  std::vector<std::string> parts;
+  size_t end = s.size();
+  while (maxsplit < 0 || static_cast<int64_t>(parts.size()) < maxsplit) {
+    if (end < sep.size()) break;
+    size_t at = s.rfind(sep, end - sep.size());
+    if (at == std::string_view::npos) break;
+    parts.emplace_back(s.substr(at + sep.size(), end - at - sep.size()));
+    end = at;
+  }
+  parts.emplace_back(s.substr(0, end));
+  return {parts.rbegin(), parts.rend()};
+}
+
+std::string replace(std::string_view s, std::string_view from, std::string_view to, int64_t count) {
+  std::string out;
+  if (from.empty()) {
+    // Python inserts `to` before every code point and at the end.
+    auto offsets = code_point_offsets(s);
+    int64_t done = 0;
+    for (size_t k = 0; k + 1 < offsets.size(); ++k) {
+      if (count < 0 || done < count) { out += to; ++done; }
+      out += s.substr(offsets[k], offsets[k + 1] - offsets[k]);
+    }
+    if (count < 0 || done < count) out += to;
+    return out;
+  }
+  size_t start = 0;
+  int64_t done = 0;
+  while (count < 0 || done < count) {
+    size_t at = s.find(from, start);
+    if (at == std::string_view::npos) break;
+    out += s.substr(start, at - start);
+    out += to;
+    start = at + from.size();
+    ++done;
+  }
+  out += s.substr(start);
+  return out;
+}
+
+std::string ascii_upper(std::string_view s) {
+  std::string out(s);
+  for (char& c : out) if (c >= 'a' && c <= 'z') c = static_cast<char>(c - 32);
+  return out;
+}
+
+std::string ascii_lower(std::string_view s) {
+  std::string out(s);
+  for (char& c : out) if (c >= 'A' && c <= 'Z') c = static_cast<char>(c + 32);
+  return out;
+}
+
+static bool is_ascii_letter(char c) { return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z'); }
+
+std::string title(std::string_view s) {
+  std::string out(s);
+  bool previous_cased = false;
+  for (char& c : out) {
+    if (is_ascii_letter(c)) {
+      c = previous_cased ? ascii_lower(std::string(1, c))[0] : ascii_upper(std::string(1, c))[0];
+      previous_cased = true;
+    } else {
+      previous_cased = false;
+    }
+  }
+  return out;
+}
+
+std::string capitalize(std::string_view s) {
+  std::string out = ascii_lower(s);
+  if (!out.empty() && out[0] >= 'a' && out[0] <= 'z') out[0] = static_cast<char>(out[0] - 32);
+  return out;
+}
+
+void append_utf8(std::string& out, uint32_t cp) {
+  if (cp < 0x80) {
+    out += static_cast<char>(cp);
+  } else if (cp < 0x800) {
+    out += static_cast<char>(0xC0 | (cp >> 6));
+    out += static_cast<char>(0x80 | (cp & 0x3F));
+  } else if (cp < 0x10000) {
+    out += static_cast<char>(0xE0 | (cp >> 12));
+    out += static_cast<char>(0x80 | ((cp >> 6) & 0x3F));
+    out += static_cast<char>(0x80 | (cp & 0x3F));
+  } else {
+    out += static_cast<char>(0xF0 | (cp >> 18));
+    out += static_cast<char>(0x80 | ((cp >> 12) & 0x3F));
+    out += static_cast<char>(0x80 | ((cp >> 6) & 0x3F));
+    out += static_cast<char>(0x80 | (cp & 0x3F));
+  }
+}
+
+}  // namespace tandem::jinja
