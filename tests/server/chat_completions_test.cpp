@@ -25,17 +25,18 @@ using test_support::TinyDeployment;
 const std::string kTinyTarget = std::string(TANDEM_SOURCE_DIR) + "/models/tiny/target";
 
 // The text the server tokenizes for a chat body, by the CLI's renderer.
-std::string rendered_prompt(const json& body) {
+std::string rendered_prompt(const std::string& body) {
   const chat::ChatTemplate chat_template = chat::ChatTemplate::load(kTinyTarget, "tiny");
   api::RequestLimits limits;
   limits.max_tokens_limit = 1 << 20;
-  limits.served_model_name = body.value("model", "");
-  return chat_template.render(chat::parse_chat_request(body.dump(), limits));
+  return chat_template.render(chat::parse_chat_request(body, limits));
 }
+std::string rendered_prompt(const json& body) { return rendered_prompt(body.dump()); }
 
-std::vector<int32_t> prompt_ids(const json& body) {
+std::vector<int32_t> prompt_ids(const std::string& body) {
   return Tokenizer::load(kTinyTarget).encode(rendered_prompt(body), /*add_special=*/false);
 }
+std::vector<int32_t> prompt_ids(const json& body) { return prompt_ids(body.dump()); }
 
 json conversation() {
   return json::array({{{"role", "system"}, {"content", "You are a helpful assistant."}},
@@ -160,23 +161,26 @@ TEST(ChatCompletions, IncludeUsageEndsTheStreamWithAUsageChunk) {
   EXPECT_EQ(chunks[chunks.size() - 2]["choices"][0]["finish_reason"], "length");
 }
 
-TEST(ChatCompletions, ToolsReachTheTemplate) {
+TEST(ChatCompletions, ToolsReachTheTemplateInTheClientsKeyOrder) {
   TestServer server;
-  const json tool = {{"type", "function"},
-                     {"function", {{"name", "get_weather"},
-                                   {"parameters", {{"type", "object"}, {"properties", {{"city", {{"type", "string"}}}}}}}}}};
-  const json body = {{"messages", json::array({{{"role", "user"}, {"content", "Weather?"}}})},
-                     {"tools", json::array({tool})}, {"temperature", 0}, {"max_tokens", 8}};
+  // Raw text: nlohmann::json would sort the keys; the client's order is "type" first.
+  const std::string body = R"({"messages": [{"role": "user", "content": "Weather?"}],
+      "tools": [{"type": "function", "function": {"name": "get_weather", "parameters":
+          {"type": "object", "properties": {"city": {"type": "string"}}}}}],
+      "temperature": 0, "max_tokens": 8})";
   const std::string prompt = rendered_prompt(body);
-  // The client's key order survives into the prompt (tojson).
-  EXPECT_NE(prompt.find(R"({"type": "function", "function": {"name": "get_weather", "parameters": {"type": "object")"),
+  EXPECT_NE(prompt.find(R"({"type": "function", "function": {"name": "get_weather", "parameters": )"
+                        R"({"type": "object", "properties": {"city": {"type": "string"}}}}})"),
             std::string::npos) << prompt;
-  const json reply = server.chat(body);
+  HttpClient http(server.port());
+  const auto raw = http.post_json("/v1/chat/completions", body);
+  ASSERT_EQ(raw.status, 200) << raw.body;
+  const json reply = json::parse(raw.body);
   const json completion = server.complete({{"prompt", prompt_ids(body)}, {"temperature", 0}, {"max_tokens", 8}});
   EXPECT_EQ(reply["usage"]["prompt_tokens"], completion["usage"]["prompt_tokens"]);
   EXPECT_EQ(reply["choices"][0]["message"]["content"], completion["choices"][0]["text"]);
   // tool_choice "none": the template gets no tools.
-  json without = body;
+  json without = json::parse(body);
   without["tool_choice"] = "none";
   EXPECT_EQ(rendered_prompt(without).find("get_weather"), std::string::npos);
   EXPECT_LT(server.chat(without)["usage"]["prompt_tokens"].get<int>(),
