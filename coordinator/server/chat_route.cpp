@@ -3,11 +3,12 @@
 // with special tokens recognized and no BOS of the tokenizer's own (the
 // template writes the one the model wants), and from there the very path of
 // a completion given token ids (make_job, job_flow.h). Tool calls in the
-// output, when the request offers tools, become message.tool_calls.
+// output, when the request offers tools, become message.tool_calls
+// (coordinator/chat/chat_reply.h writes the reply).
 #include <algorithm>
 
 #include "common/error.h"
-#include "coordinator/chat/chat_response.h"
+#include "coordinator/chat/chat_reply.h"
 #include "coordinator/server/api_service.h"
 #include "coordinator/server/job_flow.h"
 
@@ -18,57 +19,24 @@ namespace asio = boost::asio;
 namespace bhttp = boost::beast::http;
 
 using chat::ChatHeader;
-using api::OrderedJson;
 
-// A stop, or a length end after a call was complete, is reported as the
-// tool calls the client has to answer.
-std::string finish_reason_of(const CompletionEnd& end, bool found_calls) {
-  return found_calls ? "tool_calls" : end.finish_reason;
+chat::ReplyEnd reply_end(const CompletionEnd& end) {
+  return chat::ReplyEnd{end.finish_reason, end.usage, end.speculation};
 }
 
-// The chat stream: the assistant's role first, then content deltas as the
-// tool-call filter lets text out, each complete call as one tool_calls
-// delta, then the finish and (include_usage) the usage.
+// The chat stream: ChatChunker's chunks.
 class ChatEvents final : public EventFormat {
  public:
   ChatEvents(ChatHeader header, chat::ToolCallFormat format, bool include_usage)
-      : header_(std::move(header)), filter_(format), include_usage_(include_usage) {}
-
-  std::vector<std::string> opening() override {
-    return {chunk(OrderedJson{{"role", "assistant"}, {"content", ""}})};
-  }
-  std::vector<std::string> text(const std::string& piece) override {
-    return events_for(filter_.push(piece));
-  }
+      : chunker_(std::move(header), format, include_usage) {}
+  std::vector<std::string> opening() override { return chunker_.opening(); }
+  std::vector<std::string> text(const std::string& piece) override { return chunker_.text(piece); }
   std::vector<std::string> end(const CompletionEnd& end) override {
-    std::vector<std::string> events = events_for(filter_.finish());
-    events.push_back(chat::chat_chunk_json(header_, OrderedJson::object(),
-                                           finish_reason_of(end, filter_.found_calls()),
-                                           include_usage_));
-    if (include_usage_)
-      events.push_back(chat::chat_usage_chunk_json(header_, end.usage, end.speculation));
-    return events;
+    return chunker_.end(reply_end(end));
   }
 
  private:
-  std::string chunk(const OrderedJson& delta) {
-    return chat::chat_chunk_json(header_, delta, std::nullopt, include_usage_);
-  }
-  std::vector<std::string> events_for(const chat::FilteredPiece& piece) {
-    std::vector<std::string> events;
-    if (!piece.content.empty()) events.push_back(chunk(OrderedJson{{"content", piece.content}}));
-    for (const chat::ToolCall& call : piece.calls) {
-      OrderedJson calls = OrderedJson::array(
-          {chat::tool_call_object(call, chat::new_tool_call_id(), calls_sent_++)});
-      events.push_back(chunk(OrderedJson{{"tool_calls", std::move(calls)}}));
-    }
-    return events;
-  }
-
-  ChatHeader header_;
-  chat::ToolCallFilter filter_;
-  bool include_usage_;
-  int calls_sent_ = 0;
+  chat::ChatChunker chunker_;
 };
 
 }  // namespace
@@ -122,17 +90,9 @@ asio::awaitable<void> ApiService::chat(http::Exchange& exchange) {
     co_await exchange.respond(error_response(http_request, *end.error));
     co_return;
   }
-  chat::ParsedOutput output = chat::parse_tool_calls(finished->text, format);
-  OrderedJson calls = OrderedJson::array();
-  for (const chat::ToolCall& call : output.calls)
-    calls.push_back(chat::tool_call_object(call, chat::new_tool_call_id()));
-  std::optional<std::string> content = std::move(output.content);
-  if (!output.calls.empty() && content->empty()) content.reset();
   co_await exchange.respond(http::make_response(
       http_request, bhttp::status::ok,
-      chat::chat_completion_json(header, content, calls,
-                                 finish_reason_of(end, !output.calls.empty()), end.usage,
-                                 end.speculation)));
+      chat::chat_reply_json(header, finished->text, format, reply_end(end))));
 }
 
 }  // namespace tandem
