@@ -100,10 +100,11 @@ void read_message(const Json& message, OrderedJson& ordered, size_t i) {
     // Arguments sent as JSON text become the object they hold: templates
     // write `tool_call.arguments | tojson` or iterate over them.
     for (OrderedJson& call : ordered["tool_calls"]) {
-      OrderedJson& arguments = call["function"]["arguments"];
-      if (!arguments.is_string()) continue;
-      OrderedJson parsed = OrderedJson::parse(arguments.get<std::string>(), nullptr, false);
-      if (parsed.is_object()) arguments = std::move(parsed);
+      OrderedJson& function = call["function"];
+      const auto arguments = function.find("arguments");
+      if (arguments == function.end() || !arguments->is_string()) continue;
+      OrderedJson parsed = OrderedJson::parse(arguments->get<std::string>(), nullptr, false);
+      if (parsed.is_object()) *arguments = std::move(parsed);
     }
   }
   if (role == "tool") {

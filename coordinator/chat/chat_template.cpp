@@ -26,9 +26,11 @@ std::string template_from_config(const OrderedJson& config) {
   if (it->is_string()) return it->get<std::string>();
   if (it->is_array()) {
     for (const OrderedJson& entry : *it) {
-      if (entry.is_object() && entry.value("name", "") == "default" && entry.contains("template") &&
-          entry["template"].is_string())
-        return entry["template"].get<std::string>();
+      if (!entry.is_object()) continue;
+      const auto name = entry.find("name");
+      const auto text = entry.find("template");
+      if (name != entry.end() && *name == "default" && text != entry.end() && text->is_string())
+        return text->get<std::string>();
     }
     throw Error(ErrorKind::corrupt_data,
                 "tokenizer_config.json: chat_template is a list without an entry named \"default\"");
@@ -87,12 +89,13 @@ std::string ChatTemplate::render(const ChatRequest& request) const {
     throw api::invalid_request("messages", error.what());
   }
   if (!request.continue_final_message) return rendered;
-  const OrderedJson& content = request.messages.back()["content"];
-  if (!content.is_string()) {
+  const OrderedJson& final_message = request.messages.back();
+  const auto content = final_message.find("content");  // may be absent: a message of tool calls
+  if (content == final_message.end() || !content->is_string()) {
     throw api::invalid_request("continue_final_message",
                                "the final message has no content to continue.");
   }
-  return cut_after_final_message(std::move(rendered), content.get<std::string>());
+  return cut_after_final_message(std::move(rendered), content->get<std::string>());
 }
 
 }  // namespace tandem::chat

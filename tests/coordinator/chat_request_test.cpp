@@ -169,6 +169,9 @@ TEST(ChatRequest, AssistantToolCallsAndToolResults) {
   EXPECT_EQ(request.messages[1]["tool_calls"][0]["function"]["arguments"].dump(),
             R"({"city":"Paris","unit":"c"})");
   EXPECT_TRUE(request.messages[1]["content"].is_null());
+  // Calls without arguments stay without them (nothing is added).
+  const ChatRequest bare = parse(R"({"messages": [{"role": "assistant", "tool_calls": [{"function": {"name": "f"}}]}]})");
+  EXPECT_EQ(bare.messages.dump(), R"([{"role":"assistant","tool_calls":[{"function":{"name":"f"}}]}])");
   expect_refused(R"({"messages": [{"role": "assistant", "tool_calls": [{"type": "function"}]}]})",
                  "messages[0].tool_calls[0].function");
   expect_refused(R"({"messages": [{"role": "assistant", "tool_calls": [{"function": {}}]}]})",

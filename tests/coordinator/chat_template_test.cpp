@@ -57,7 +57,7 @@ TEST(ChatTemplate, ReadsTheConfigsTemplateWithBosAndEosInObjectForm) {
 
 TEST(ChatTemplate, AListOfNamedTemplatesUsesDefault) {
   ModelDir dir;
-  dir.write("tokenizer_config.json", R"({"chat_template": [{"name": "tool_use", "template": "TOOLS"},
+  dir.write("tokenizer_config.json", R"({"chat_template": [{"name": 3, "template": "ODD"}, {"name": "tool_use", "template": "TOOLS"},
       {"name": "default", "template": "DEFAULT {{ messages | length }}"}]})");
   EXPECT_EQ(ChatTemplate::load(dir.path(), "m").render(request_of(kHi)), "DEFAULT 1");
   ModelDir no_default;
@@ -98,6 +98,11 @@ TEST(ChatTemplate, ContinueFinalMessageCutsTheRenderedText) {
   EXPECT_EQ(chat_template.render(request_of(R"({"messages": [{"role": "user", "content": "Hi"},
       {"role": "assistant", "content": "Once"}], "continue_final_message": true})")),
             "<user>Hi</turn>\n<assistant>Once");
+  // A final message of tool calls only has no content to continue: a 400, not a crash.
+  const api::ApiError error = render_error(chat_template, R"({"messages": [{"role": "user", "content": "Hi"},
+      {"role": "assistant", "tool_calls": [{"type": "function", "function": {"name": "f", "arguments": "{}"}}]}],
+      "continue_final_message": true})");
+  EXPECT_EQ(error.param, "continue_final_message");
 }
 
 TEST(ChatTemplate, RaiseExceptionAndRenderErrorsAre400sOnMessages) {

@@ -237,7 +237,6 @@ TEST(ChatCompletions, AModelWithoutAChatTemplateIsA400SayingSo) {
   std::ofstream(dir / "tokenizer_config.json") << config.dump(2);
 
   TinyDeployment deployment;
-  deployment.draft = false;
   deployment.target_tokenizer = dir.string();
   {
     TestServer server(deployment);
