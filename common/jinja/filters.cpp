@@ -1,6 +1,10 @@
 // Filters on text and numbers, and apply_filter, the dispatch.
 #include "common/jinja/filters.h"
 
+#include <array>
+
+#include "common/jinja/builtins.h"
+
 #include <algorithm>
 #include <cctype>
 #include <cerrno>
@@ -258,6 +262,11 @@ bool scalar_filter(Interpreter& in, const std::string& name, const Value& value,
     return false;
   }
   return true;
+}
+
+bool is_filter_name(std::string_view name) {
+  static constexpr std::array<std::string_view, 43> kNames = {"abs", "attr", "batch", "capitalize", "center", "count", "d", "default", "dictsort", "e", "escape", "first", "float", "forceescape", "indent", "int", "items", "join", "last", "length", "list", "lower", "map", "max", "min", "reject", "rejectattr", "replace", "reverse", "round", "safe", "select", "selectattr", "sort", "string", "sum", "title", "tojson", "trim", "truncate", "unique", "upper", "wordcount"};
+  return std::find(kNames.begin(), kNames.end(), name) != kNames.end();
 }
 
 Value apply_filter(Interpreter& in, const std::string& name, const Value& value, CallArgs& args) {

@@ -1,4 +1,8 @@
 // The `is` tests: `x is defined`, `n is divisibleby 3`, `a is eq b`...
+#include <algorithm>
+#include <array>
+
+#include "common/jinja/builtins.h"
 #include "common/jinja/failure.h"
 #include "common/jinja/interpreter.h"
 
@@ -27,6 +31,11 @@ int64_t integer_of(const Value& v, const std::string& test) {
 }
 
 }  // namespace
+
+bool is_test_name(std::string_view name) {
+  static constexpr std::array<std::string_view, 37> kNames = {"!=", "<", "<=", "==", ">", ">=", "boolean", "callable", "defined", "divisibleby", "eq", "equalto", "escaped", "even", "false", "float", "ge", "greaterthan", "gt", "in", "integer", "iterable", "le", "lessthan", "lower", "lt", "mapping", "ne", "none", "number", "odd", "sameas", "sequence", "string", "true", "undefined", "upper"};
+  return std::find(kNames.begin(), kNames.end(), name) != kNames.end();
+}
 
 bool apply_test(Interpreter& in, const std::string& name, const Value& v, CallArgs& args) {
   using K = Value::Kind;

@@ -11,9 +11,14 @@
 
 namespace tandem::jinja::testing {
 
+// strftime_now sees 2023-11-14 22:13:20 UTC, the time the expected strings
+// were rendered with.
+inline constexpr double kTestNow = 1700000000;
+
 inline std::string render(const std::string& source, const std::string& context_json = "{}",
                           const Limits& limits = {}) {
-  return Template::parse(source).render(nlohmann::ordered_json::parse(context_json), limits, Environment{});
+  return Template::parse(source).render(nlohmann::ordered_json::parse(context_json), limits,
+                                        Environment{kTestNow});
 }
 
 // The message of the tandem::Error that parsing or rendering throws, or
