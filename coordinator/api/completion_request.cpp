@@ -35,7 +35,8 @@ Json parse_request_body(std::string_view body) {
     throw invalid_request(std::nullopt,
                           "The request body nests arrays or objects deeper than " +
                               std::to_string(kMaxJsonDepth) + " levels (at byte " +
-                              std::to_string(*at) + "). A completion request needs 3.");
+                              std::to_string(*at) + "). A completion request needs 3, a chat request "
+                              "about 6 plus its tools' parameter schemas.");
   }
   try {
     return Json::parse(body.begin(), body.end());

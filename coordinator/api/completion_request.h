@@ -36,8 +36,9 @@ struct RequestLimits {
   int vocab_size = 0;              // token ids in a prompt must be below this
 };
 
-// Nesting allowed in a body; the deepest legitimate request is 3 levels
-// ({"prompt": [[1, 2]]}), so 32 leaves room for clients that wrap things.
+// Nesting allowed in a body; the deepest legitimate completion request is 3
+// levels ({"prompt": [[1, 2]]}), a chat request about 6 plus the nesting of
+// its tools' JSON-schema parameters, so 32 leaves room for both.
 inline constexpr int kMaxJsonDepth = 32;
 // The largest fixed γ a request may ask for.
 inline constexpr int kMaxRequestGamma = 64;
