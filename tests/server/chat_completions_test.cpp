@@ -224,30 +224,67 @@ TEST(ChatCompletions, BadRequestsAreRefusedNamingTheField) {
   EXPECT_EQ(server.client().send("GET", "/health").status, 200);
 }
 
+// The tiny tokenizer in a directory of its own, with `config_changes` merged
+// into its tokenizer_config.json (null values remove keys); removed when done.
+class TokenizerDir {
+ public:
+  explicit TokenizerDir(const json& config_changes)
+      : path_(std::filesystem::temp_directory_path() /
+              ("tandem_chat_tokenizer_" + std::to_string(getpid()) + "_" + std::to_string(counter_++))) {
+    std::filesystem::create_directories(path_);
+    std::filesystem::copy_file(kTinyTarget + "/tokenizer.json", path_ / "tokenizer.json",
+                               std::filesystem::copy_options::overwrite_existing);
+    std::ifstream in(kTinyTarget + "/tokenizer_config.json");
+    json config = json::parse(in);
+    config.merge_patch(config_changes);
+    std::ofstream(path_ / "tokenizer_config.json") << config.dump(2);
+  }
+  ~TokenizerDir() { std::filesystem::remove_all(path_); }
+  std::string path() const { return path_.string(); }
+
+ private:
+  static inline int counter_ = 0;
+  std::filesystem::path path_;
+};
+
+// A template that writes the BOS itself, for a tokenizer that adds one to
+// completions: the chat prompt has it once, as the special token's id.
+TEST(ChatCompletions, TheTemplatesBosIsTheOnlyBosAndSpecialTokensAreRecognized) {
+  const TokenizerDir dir(json{{"add_bos_token", true},
+                              {"chat_template", "{{ bos_token }}{% for m in messages %}{{ m.content }}{% endfor %}"}});
+  TinyDeployment deployment;
+  deployment.target_tokenizer = dir.path();
+  TestServer server(deployment);
+  const Tokenizer tokenizer = Tokenizer::load(dir.path());
+  ASSERT_EQ(tokenizer.encode("Hello there", /*add_special=*/true).front(), 4095);  // completions add it
+  std::vector<int32_t> expected = {4095};
+  for (int32_t id : tokenizer.encode("Hello there", false)) expected.push_back(id);
+
+  const json body = {{"messages", json::array({{{"role", "user"}, {"content", "Hello there"}}})},
+                     {"temperature", 0}, {"max_tokens", 12}};
+  const json chat = server.chat(body);
+  const json completion = server.complete({{"prompt", expected}, {"temperature", 0}, {"max_tokens", 12}});
+  EXPECT_EQ(chat["usage"]["prompt_tokens"], static_cast<int>(expected.size()));
+  EXPECT_EQ(chat["choices"][0]["message"]["content"], completion["choices"][0]["text"]);
+  // The text "<|endoftext|>" in a message is the special token too (as in
+  // transformers): the template's text is tokenized as a whole.
+  const json spelled = {{"messages", json::array({{{"role", "user"}, {"content", "<|endoftext|>Hello there"}}})},
+                        {"temperature", 0}, {"max_tokens", 12}};
+  EXPECT_EQ(server.chat(spelled)["usage"]["prompt_tokens"], static_cast<int>(expected.size()) + 1);
+}
+
 TEST(ChatCompletions, AModelWithoutAChatTemplateIsA400SayingSo) {
   // The tiny target's tokenizer, in a directory whose config has no template.
-  const std::filesystem::path dir =
-      std::filesystem::temp_directory_path() / ("tandem_no_template_" + std::to_string(getpid()));
-  std::filesystem::create_directories(dir);
-  std::filesystem::copy_file(kTinyTarget + "/tokenizer.json", dir / "tokenizer.json",
-                             std::filesystem::copy_options::overwrite_existing);
-  std::ifstream in(kTinyTarget + "/tokenizer_config.json");
-  json config = json::parse(in);
-  config.erase("chat_template");
-  std::ofstream(dir / "tokenizer_config.json") << config.dump(2);
-
+  const TokenizerDir dir(json{{"chat_template", nullptr}});
   TinyDeployment deployment;
-  deployment.target_tokenizer = dir.string();
-  {
-    TestServer server(deployment);
-    const json error = server.chat({{"messages", conversation()}}, 400)["error"];
-    const std::string message = error["message"];
-    EXPECT_NE(message.find("has no chat template"), std::string::npos) << message;
-    EXPECT_NE(message.find("chat_template"), std::string::npos) << message;  // what to add
-    // Completions still work.
-    EXPECT_EQ(server.complete({{"prompt", "Hello"}, {"max_tokens", 2}})["object"], "text_completion");
-  }
-  std::filesystem::remove_all(dir);
+  deployment.target_tokenizer = dir.path();
+  TestServer server(deployment);
+  const json error = server.chat({{"messages", conversation()}}, 400)["error"];
+  const std::string message = error["message"];
+  EXPECT_NE(message.find("has no chat template"), std::string::npos) << message;
+  EXPECT_NE(message.find("chat_template"), std::string::npos) << message;  // what to add
+  // Completions still work.
+  EXPECT_EQ(server.complete({{"prompt", "Hello"}, {"max_tokens", 2}})["object"], "text_completion");
 }
 
 }  // namespace
