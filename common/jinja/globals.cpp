@@ -72,14 +72,16 @@ Value range(Interpreter& in, CallArgs& args) {
   return Value::list(std::move(items));
 }
 
-Value make_namespace(Interpreter&, CallArgs& args) {
+Value make_namespace(Interpreter& in, CallArgs& args) {
   Dict d;
   for (auto& v : args.positional) {
     if (!v.is_dict()) fail("namespace() takes a dict or keyword arguments");
     for (auto& [k, item] : v.as_dict().entries) d.set(k, item);
   }
   for (auto& [k, v] : args.keyword) d.set(k, v);
-  return Value::namespace_object(std::move(d));
+  Value ns = Value::namespace_object(std::move(d));
+  in.track_namespace(ns);
+  return ns;
 }
 
 Value make_dict(Interpreter&, CallArgs& args) {

@@ -7,6 +7,11 @@ namespace tandem::jinja {
 Interpreter::Interpreter(const Limits& limits, const Environment& environment)
     : limits_(limits), environment_(environment) {}
 
+Interpreter::~Interpreter() {
+  for (auto& scope : captured_scopes_) scope->vars.clear();
+  for (auto& ns : namespaces_) ns.namespace_dict().entries.clear();
+}
+
 std::string Interpreter::render(const Body& body, const nlohmann::ordered_json& context) {
   scope_ = std::make_shared<Scope>();
   if (!context.is_null()) {
@@ -131,6 +136,7 @@ Interpreter::Flow Interpreter::exec(const Stmt& s) {
       Value callee = eval(*call_expr.operands[0]);
       CallArgs args = eval_args(call_expr.args, call_expr.line);
       std::shared_ptr<Scope> closure = scope_;
+      captured_scopes_.push_back(closure);
       const Stmt* block = &s;
       Value caller = Value::callable("caller", [block, closure](Interpreter& in, CallArgs& a) {
         return in.call_macro(*block, closure, a, nullptr);
@@ -213,24 +219,30 @@ void Interpreter::exec_for(const Stmt& s) {
     }
     items = std::move(kept);
   }
+  // Jinja2 runs the else block unless one iteration ran its body to the
+  // end: a loop whose every iteration ends in break or continue runs it too.
+  bool body_completed = false;
   try {
     for (size_t i = 0; i < items.size(); ++i) {
       charge(1);
       scope_ = std::make_shared<Scope>(Scope{{}, outer});
       assign_targets(s.targets, items[i]);
       assign("loop", make_loop(items, i));
-      if (exec(s.body) == Flow::break_loop) break;
+      Flow flow = exec(s.body);
+      if (flow == Flow::break_loop) break;
+      if (flow == Flow::normal) body_completed = true;
     }
   } catch (...) {
     scope_ = outer;
     throw;
   }
   scope_ = outer;
-  if (items.empty()) exec(s.else_body);
+  if (!body_completed) exec(s.else_body);
 }
 
 void Interpreter::define_macro(const Stmt& s) {
   std::shared_ptr<Scope> closure = scope_;
+  captured_scopes_.push_back(closure);
   const Stmt* macro = &s;
   assign(s.name, Value::callable(s.name, [macro, closure](Interpreter& in, CallArgs& args) {
     const Value* caller = nullptr;

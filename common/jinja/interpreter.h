@@ -17,6 +17,12 @@ namespace tandem::jinja {
 class Interpreter {
  public:
   Interpreter(const Limits& limits, const Environment& environment);
+  // Empties the scopes macros captured and the namespaces made, which
+  // may hold themselves (a macro lives in the scope it captures): without
+  // this their shared pointers would keep them alive forever.
+  ~Interpreter();
+  Interpreter(const Interpreter&) = delete;
+  Interpreter& operator=(const Interpreter&) = delete;
 
   std::string render(const Body& body, const nlohmann::ordered_json& context);
 
@@ -28,6 +34,7 @@ class Interpreter {
   void check_size(size_t bytes) const;
   const Environment& environment() const { return environment_; }
   int line() const { return line_; }
+  void track_namespace(const Value& ns) { namespaces_.push_back(ns); }
 
  private:
   struct Scope {
@@ -58,7 +65,9 @@ class Interpreter {
   size_t steps_ = 0;
   int call_depth_ = 0;
   int line_ = 0;
-  const Value* block_body_ = nullptr;  // the rendered body a {% filter %} applies to
+  const Value* block_body_ = nullptr;
+  std::vector<std::shared_ptr<Scope>> captured_scopes_;
+  std::vector<Value> namespaces_;  // the rendered body a {% filter %} applies to
 };
 
 // operators.cpp: Python's operators on Values.

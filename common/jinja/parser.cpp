@@ -220,9 +220,47 @@ std::vector<Parameter> Parser::parse_params() {
   return params;
 }
 
+namespace {
+
+// Jinja2 refuses an unknown filter or test when it compiles the template,
+// except inside an `if` (its test and its branches, not blocks nested in
+// them) or an if-expression, where the error waits until it runs.
+void check_names(const Expr& e, bool soft, int* error_line) {
+  bool inner_soft = soft || e.kind == ExprKind::conditional;
+  if (!soft && e.kind == ExprKind::filter && !is_filter_name(e.name)) {
+    *error_line = e.line;
+    fail("no filter named '" + e.name + "'");
+  }
+  if (!soft && e.kind == ExprKind::test && !is_test_name(e.name)) {
+    *error_line = e.line;
+    fail("no test named '" + e.name + "'");
+  }
+  for (auto& operand : e.operands) if (operand) check_names(*operand, inner_soft, error_line);
+  for (auto& arg : e.args) check_names(*arg.value, inner_soft, error_line);
+}
+
+void check_names(const Body& body, bool soft, int* error_line) {
+  for (auto& s : body) {
+    bool if_block = s->kind == StmtKind::if_;
+    if (s->expr) check_names(*s->expr, soft, error_line);
+    if (s->condition) check_names(*s->condition, soft, error_line);
+    for (auto& p : s->params) if (p.default_value) check_names(*p.default_value, soft, error_line);
+    for (auto& branch : s->branches) {
+      check_names(*branch.condition, true, error_line);
+      check_names(branch.body, true, error_line);
+    }
+    check_names(s->body, false, error_line);
+    check_names(s->else_body, if_block, error_line);
+  }
+}
+
+}  // namespace
+
 Body parse_tokens(const std::vector<Token>& tokens, int* error_line) {
   Parser parser(tokens, error_line);
-  return parser.run();
+  Body body = parser.run();
+  check_names(body, false, error_line);
+  return body;
 }
 
 }  // namespace tandem::jinja

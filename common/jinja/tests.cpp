@@ -24,10 +24,9 @@ bool has_cased(const std::string& s, bool want_lower) {
   return cased;
 }
 
-int64_t integer_of(const Value& v, const std::string& test) {
-  if (v.is_undefined()) undefined_error(v);
-  if (!v.is_int() && !v.is_bool()) fail("test '" + test + "' needs an integer, got " + type_name(v));
-  return v.as_int();
+Value modulo(Interpreter& in, const Value& a, const Value& b) {
+  if (!a.is_undefined() && !a.is_number()) fail("test needs a number, got " + type_name(a));
+  return binary_op(in, "%", a, b);
 }
 
 }  // namespace
@@ -66,19 +65,15 @@ bool apply_test(Interpreter& in, const std::string& name, const Value& v, CallAr
     // `is` on Python's singletons and small values.
     return v.kind() == other.kind() && (v.is_none() || v.is_undefined() || (v.is_bool() && v.as_bool() == other.as_bool()));
   }
-  if (name == "odd") return integer_of(v, name) % 2 != 0;
-  if (name == "even") return integer_of(v, name) % 2 == 0;
-  if (name == "divisibleby") {
-    int64_t d = integer_of(one_argument(name, args), name);
-    if (d == 0) fail("integer division or modulo by zero");
-    return integer_of(v, name) % d == 0;
-  }
+  // Python's `value % 2 == 1`, for floats too.
+  if (name == "odd") return equal(modulo(in, v, Value::integer(2)), Value::integer(1));
+  if (name == "even") return equal(modulo(in, v, Value::integer(2)), Value::integer(0));
+  if (name == "divisibleby") return equal(modulo(in, v, one_argument(name, args)), Value::integer(0));
   if (name == "lower" || name == "upper") {
     if (v.is_undefined()) return false;
     return has_cased(to_str(v), name == "lower");
   }
   if (name == "escaped") return false;
-  (void)in;
   fail("no test named '" + name + "'");
 }
 

@@ -8,8 +8,14 @@ namespace {
 
 TEST(JinjaErrors, SyntaxErrorsNameTheLine) {
   EXPECT_EQ(error_of("line1\n{{ x | nofilter }}"), "chat template line 2: no filter named 'nofilter'");
-  EXPECT_EQ(error_of("{% if false %}{{ x is nosuchtest }}{% endif %}"),
-            "chat template line 1: no test named 'nosuchtest'");
+  EXPECT_EQ(error_of("{% for m in [] %}\n{{ x is nosuchtest }}{% endfor %}"),
+            "chat template line 2: no test named 'nosuchtest'");
+  // Inside an `if` or an if-expression Jinja2 waits until the filter runs.
+  EXPECT_EQ(error_of("{% if false %}{{ x | nofilter }}{% endif %}{{ (x | nofilter) if false else 1 }}"),
+            "no error: 1");
+  EXPECT_EQ(error_of("{% if true %}{{ x | nofilter }}{% endif %}"), "chat template line 1: no filter named 'nofilter'");
+  EXPECT_EQ(error_of("{% if false %}{% for a in b %}{{ x | nofilter }}{% endfor %}{% endif %}"),
+            "chat template line 1: no filter named 'nofilter'");
   EXPECT_EQ(error_of("a\n{% if x %}\nb"),
             "chat template line 3: unexpected end of template: the 'if' block from line 2 is not closed "
             "(expected 'elif', 'else' or 'endif')");
@@ -30,6 +36,7 @@ TEST(JinjaErrors, RenderErrorsNameTheLine) {
   EXPECT_EQ(error_of("{{ 'abc'() }}"), "chat template line 1: 'str' object is not callable");
   EXPECT_EQ(error_of("\n{{ 'a' + 1 }}"), "chat template line 2: can only concatenate str (not \"int\") to str");
   EXPECT_EQ(error_of("{{ 1 / 0 }}"), "chat template line 1: division by zero");
+  EXPECT_EQ(error_of("{{ n[1:3] }}", R"({"n": 5})"), "chat template line 1: 'int' object is not subscriptable");
   EXPECT_EQ(error_of("{{ 1 < 'a' }}"), "chat template line 1: '<' not supported between instances of 'int' and 'str'");
   EXPECT_EQ(error_of("{% set x = [1] %}{{ x.append(2) }}"),
             "chat template line 1: unsafe method 'append': chat templates may not change a list");

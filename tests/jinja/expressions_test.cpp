@@ -58,6 +58,7 @@ TEST(JinjaExpressions, SubscriptsAndSlices) {
       {"{{ d.a }}{{ d['a'] }}{{ d.b.c }}{{ d['b']['c'] }}{{ l.0 }}{{ d.missing }}|{{ l[9] }}|{{ none.x }}",
        R"({"d": {"a": 1, "b": {"c": 2}}, "l": [5]})", "11225||"},
       {"{{ (1, 2)[0] }}{{ [[1, 2]][0][1] }}", "{}", "12"},
+      {"{{ n[0] }}|{{ n.x }}|{{ none[0] }}", R"({"n": 5})", "||"},
   });
 }
 
@@ -99,6 +100,7 @@ TEST(JinjaExpressions, Tests) {
       {"{{ 1 is in [1] }}{{ 3 is odd }}{{ 3 is even }}{{ 9 is divisibleby 3 }}{{ 9 is divisibleby(2) }}"
        "{{ 'ab' is lower }}{{ 'Ab' is upper }}",
        "{}", "TrueTrueFalseTrueFalseTrueFalse"},
+      {"{{ 0.1 is odd }}{{ 3.0 is odd }}{{ 4.0 is divisibleby 2 }}{{ -3 is odd }}", "{}", "FalseTrueTrueTrue"},
       {"{{ x is not none }}{{ not x is defined }}{{ e is defined and e is false }}", R"({"x": 1, "e": false})",
        "TrueFalseTrue"},
   });

@@ -36,6 +36,10 @@ TEST(JinjaStatements, ForLoopVariables) {
        "{}", "0134"},
       {"{% for i in range(2) %}{% for j in range(2) %}{{ loop.index }}{% endfor %}{{ loop.index }}|{% endfor %}",
        "{}", "121|122|"},
+      // Jinja2 runs `else` unless some iteration finished its body.
+      {"{% for x in [1, 2] %}{{ x }}{% break %}{% else %}E{% endfor %}", "{}", "1E"},
+      {"{% for x in [1, 2] %}{{ x }}{% continue %}{% else %}E{% endfor %}", "{}", "12E"},
+      {"{% for x in [1, 2] %}{% if x == 2 %}{% break %}{% endif %}{{ x }}{% else %}E{% endfor %}", "{}", "1"},
   });
 }
 
