@@ -8,6 +8,7 @@
 
 #include <filesystem>
 #include <fstream>
+#include <future>
 
 #include "common/tokenizer/tokenizer.h"
 #include "coordinator/chat/chat_template.h"
@@ -69,6 +70,28 @@ TEST(ChatCompletions, GreedyChatEqualsGreedyCompletionOfTheRenderedPrompt) {
     EXPECT_EQ(chat["usage"]["prompt_tokens"], static_cast<int>(ids.size()));
     EXPECT_EQ(chat["usage"], completion["usage"]);
     EXPECT_EQ(chat["speculation"]["drafter"], completion["speculation"]["drafter"]);
+  }
+}
+
+// Templates render on the HTTP threads, many at once, from one parsed template.
+TEST(ChatCompletions, ConcurrentChatsRenderAndAnswerAsTheyDoAlone) {
+  TinyDeployment deployment;
+  deployment.batch_invariant = true;  // on CUDA: batched rows round as single ones
+  TestServer server(deployment);
+  std::vector<json> bodies;
+  for (int i = 0; i < 12; ++i) {
+    bodies.push_back({{"messages", json::array({{{"role", "user"}, {"content", "Story number " + std::to_string(i % 4)}}})},
+                      {"temperature", 0}, {"max_tokens", 8}});
+  }
+  std::vector<json> alone;
+  for (int i = 0; i < 4; ++i) alone.push_back(server.chat(bodies[i]));
+  std::vector<std::future<json>> replies;
+  for (const json& body : bodies)
+    replies.push_back(std::async(std::launch::async, [&server, body] { return server.chat(body); }));
+  for (size_t i = 0; i < replies.size(); ++i) {
+    const json reply = replies[i].get();
+    EXPECT_EQ(reply["choices"][0]["message"]["content"], alone[i % 4]["choices"][0]["message"]["content"]) << i;
+    EXPECT_EQ(reply["usage"]["prompt_tokens"], alone[i % 4]["usage"]["prompt_tokens"]) << i;
   }
 }
 
