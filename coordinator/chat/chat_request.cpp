@@ -234,8 +234,10 @@ ChatRequest parse_chat_request(std::string_view body, const api::RequestLimits& 
     request.max_tokens_given |= key == "max_completion_tokens";
   }
   // max_completion_tokens (OpenAI's current name) wins over max_tokens.
-  if (const auto it = root.find("max_completion_tokens"); it != root.end() && !it->is_null())
+  if (const auto it = root.find("max_completion_tokens"); it != root.end() && !it->is_null()) {
     request.sampling.max_tokens = static_cast<int>(it->get<double>());
+    request.max_tokens_field = "max_completion_tokens";
+  }
 
   if (request.messages.empty()) {
     throw invalid_request("messages", "Missing required parameter: 'messages'. "

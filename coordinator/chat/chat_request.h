@@ -13,6 +13,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include <string>
 #include <string_view>
 
 #include "coordinator/api/completion_request.h"
@@ -28,6 +29,8 @@ struct ChatRequest {
   // max_tokens or max_completion_tokens was sent; otherwise the reply may
   // fill the context (capped by the server's max_tokens limit).
   bool max_tokens_given = false;
+  // The field that set it, for errors about it (the context check).
+  std::string max_tokens_field = "max_tokens";
   // The messages as sent, except that a content given as a list of text
   // parts is joined into one string (parts joined by "\n", as vLLM does),
   // and an assistant tool call's `arguments` sent as a JSON string holding

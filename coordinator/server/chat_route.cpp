@@ -62,6 +62,8 @@ asio::awaitable<void> ApiService::chat(http::Exchange& exchange) {
       job = make_job(request.sampling, std::move(prompt));
     } catch (const api::ApiError& error) {
       rejection = error;
+      // The context check names max_tokens; the client may have said max_completion_tokens.
+      if (rejection->param == "max_tokens") rejection->param = request.max_tokens_field;
     } catch (const Error& error) {
       rejection = api::invalid_request(std::nullopt, error.what());
     }

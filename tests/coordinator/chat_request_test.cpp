@@ -86,6 +86,8 @@ TEST(ChatRequest, MaxCompletionTokensWinsOverMaxTokens) {
   const ChatRequest both =
       parse(std::string("{") + kHello + R"(, "max_completion_tokens": 7, "max_tokens": 20})");
   EXPECT_EQ(both.sampling.max_tokens, 7);
+  EXPECT_EQ(both.max_tokens_field, "max_completion_tokens");
+  EXPECT_EQ(parse(std::string("{") + kHello + R"(, "max_tokens": 20})").max_tokens_field, "max_tokens");
   EXPECT_TRUE(both.max_tokens_given);
   expect_refused(std::string("{") + kHello + R"(, "max_completion_tokens": 0})", "max_completion_tokens");
   expect_refused(std::string("{") + kHello + R"(, "max_completion_tokens": 513})", "max_completion_tokens");

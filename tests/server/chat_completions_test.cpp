@@ -239,6 +239,7 @@ TEST(ChatCompletions, BadRequestsAreRefusedNamingTheField) {
       {{{"messages", conversation()}, {"temperature", -1}}, "temperature"},
       {{{"messages", conversation()}, {"tool_choice", "required"}}, "tool_choice"},
       {{{"messages", conversation()}, {"max_tokens", 250}}, "max_tokens"},  // beyond the context
+      {{{"messages", conversation()}, {"max_completion_tokens", 250}}, "max_completion_tokens"},
   };
   for (const Case& c : cases) {
     const json error = server.chat(c.body, 400)["error"];
