@@ -220,7 +220,9 @@ bool scalar_filter(Interpreter& in, const std::string& name, const Value& value,
     Params p(name, args, {"width", "first", "blank"});
     std::string prefix = p.has(0) && p.get(0).is_string() ? p.get(0).as_string()
                                                           : std::string(static_cast<size_t>(std::clamp<int64_t>(p.get_int(0, 4), 0, 256)), ' ');
-    std::string result = indent(to_str(value), prefix, p.get_bool(1, false), p.get_bool(2, false));
+    if (value.is_undefined()) undefined_error(value);
+    if (!value.is_string()) fail("unsupported operand type(s) for +=: '" + type_name(value) + "' and 'str'");
+    std::string result = indent(value.as_string(), prefix, p.get_bool(1, false), p.get_bool(2, false));
     in.check_size(result.size());
     *out = Value::string(std::move(result));
   } else if (name == "e" || name == "escape" || name == "forceescape") {
@@ -249,7 +251,8 @@ bool scalar_filter(Interpreter& in, const std::string& name, const Value& value,
     *out = Value::integer(words);
   } else if (name == "truncate") {
     Params p(name, args, {"length", "killwords", "end", "leeway"});
-    std::string s = to_str(value), end = p.get_string(2, "...");
+    if (!value.is_string()) fail("truncate() needs a string, got " + type_name(value));
+    std::string s = value.as_string(), end = p.get_string(2, "...");
     int64_t length_limit = p.get_int(0, 255), leeway = p.get_int(3, 5);
     auto offsets = code_point_offsets(s);
     int64_t n = static_cast<int64_t>(offsets.size()) - 1;

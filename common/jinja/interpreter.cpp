@@ -44,18 +44,24 @@ void Interpreter::append(const std::string& text) {
   *out_ += text;
 }
 
+// Renders `body` to a string, in a scope of its own: Jinja2 keeps what a
+// filter block, a set block or a call block sets inside it.
 std::string Interpreter::capture(const Body& body) {
   std::string captured;
   std::string* saved = out_;
+  std::shared_ptr<Scope> saved_scope = scope_;
   out_ = &captured;
+  scope_ = std::make_shared<Scope>(Scope{{}, saved_scope});
   try {
     Flow flow = exec(body);
     (void)flow;
   } catch (...) {
     out_ = saved;
+    scope_ = saved_scope;
     throw;
   }
   out_ = saved;
+  scope_ = saved_scope;
   return captured;
 }
 

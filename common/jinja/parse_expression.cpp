@@ -297,6 +297,10 @@ ExprPtr Parser::parse_filters(ExprPtr node, bool leading_pipe) {
       int line = peek().line;
       auto f = make(ExprKind::filter, line, std::move(node));
       f->name = expect_name();
+      while (is_op(".")) {  // Jinja reads `a.b` as one (unknown) name
+        next();
+        f->name += "." + expect_name();
+      }
       if (is_op("(")) f->args = parse_args();
       node = std::move(f);
     } else if (is_name("is")) {
@@ -304,6 +308,10 @@ ExprPtr Parser::parse_filters(ExprPtr node, bool leading_pipe) {
       auto test = make(ExprKind::test, line, std::move(node));
       test->negated = skip_name("not");
       test->name = expect_name();
+      while (is_op(".")) {
+        next();
+        test->name += "." + expect_name();
+      }
       if (is_op("(")) {
         test->args = parse_args();
       } else if ((peek().kind == TokenKind::name || peek().kind == TokenKind::string ||

@@ -23,13 +23,20 @@ bool is_python_space(std::string_view s, size_t pos, size_t* width) {
   unsigned char c = static_cast<unsigned char>(s[pos]);
   *width = 1;
   if (c == ' ' || (c >= 0x09 && c <= 0x0D) || (c >= 0x1C && c <= 0x1F)) return true;
-  // U+0085, U+00A0 and U+3000 are the non-ASCII spaces chat text meets.
+  // The rest of Python's str.isspace(): U+0085, U+00A0, U+1680,
+  // U+2000-U+200A, U+2028, U+2029, U+202F, U+205F, U+3000.
   if (c == 0xC2 && pos + 1 < s.size()) {
     unsigned char d = static_cast<unsigned char>(s[pos + 1]);
     if (d == 0x85 || d == 0xA0) { *width = 2; return true; }
+    return false;
   }
-  if (c == 0xE3 && s.substr(pos, 3) == "\xE3\x80\x80") { *width = 3; return true; }
-  return false;
+  if (c < 0xE1 || c > 0xE3 || pos + 2 >= s.size()) return false;
+  unsigned char d = static_cast<unsigned char>(s[pos + 1]), e = static_cast<unsigned char>(s[pos + 2]);
+  bool space = (c == 0xE1 && d == 0x9A && e == 0x80) ||
+               (c == 0xE2 && d == 0x80 && (e <= 0x8A || e == 0xA8 || e == 0xA9 || e == 0xAF)) ||
+               (c == 0xE2 && d == 0x81 && e == 0x9F) || (c == 0xE3 && d == 0x80 && e == 0x80);
+  if (space) *width = 3;
+  return space;
 }
 
 namespace {

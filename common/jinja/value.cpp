@@ -165,6 +165,33 @@ std::string float_repr(double f) {
   return out + exp_text;
 }
 
+// The code point of the UTF-8 sequence at s[i] and its width (0 when the
+// bytes are not valid UTF-8: they are then copied as they are).
+static uint32_t decode_code_point(const std::string& s, size_t i, size_t* width) {
+  auto c = static_cast<unsigned char>(s[i]);
+  size_t n = c >= 0xF0 ? 4 : c >= 0xE0 ? 3 : c >= 0xC0 ? 2 : 0;
+  if (n == 0 || i + n > s.size()) return *width = 0;
+  uint32_t cp = c & (0xFF >> (n + 1));
+  for (size_t k = 1; k < n; ++k) {
+    auto d = static_cast<unsigned char>(s[i + k]);
+    if ((d & 0xC0) != 0x80) return *width = 0;
+    cp = (cp << 6) | (d & 0x3F);
+  }
+  *width = n;
+  return cp;
+}
+
+// Python's repr() escapes what str.isprintable() rejects; these are the
+// non-ASCII ones text meets: C1 controls, the no-break and typographic
+// spaces, format characters (zero-width space, joiners, marks, BOM), line
+// and paragraph separators, private use.
+static bool is_printable_non_ascii(uint32_t cp) {
+  if (cp <= 0xA0 || cp == 0xAD || cp == 0x1680 || cp == 0x3000 || cp == 0xFEFF) return false;
+  if ((cp >= 0x2000 && cp <= 0x200F) || (cp >= 0x2028 && cp <= 0x202F) || (cp >= 0x205F && cp <= 0x206F)) return false;
+  if ((cp >= 0xE000 && cp <= 0xF8FF) || (cp >= 0xFFF9 && cp <= 0xFFFB) || cp >= 0xF0000) return false;
+  return true;
+}
+
 static std::string string_repr(const std::string& s) {
   // Python prefers single quotes, and switches to double quotes when the
   // text has a single quote and no double quote.
@@ -172,8 +199,22 @@ static std::string string_repr(const std::string& s) {
   bool has_double = s.find('"') != std::string::npos;
   char quote = has_single && !has_double ? '"' : '\'';
   std::string out(1, quote);
-  for (char ch : s) {
+  for (size_t i = 0; i < s.size(); ++i) {
+    char ch = s[i];
     unsigned char c = static_cast<unsigned char>(ch);
+    if (c >= 0x80) {
+      size_t width = 0;
+      uint32_t cp = decode_code_point(s, i, &width);
+      if (width > 0 && !is_printable_non_ascii(cp)) {
+        char hex[16];
+        std::snprintf(hex, sizeof hex, cp < 0x100 ? "\\x%02x" : cp < 0x10000 ? "\\u%04x" : "\\U%08x", cp);
+        out += hex;
+        i += width - 1;
+        continue;
+      }
+      out += ch;
+      continue;
+    }
     if (ch == quote || ch == '\\') { out += '\\'; out += ch; }
     else if (ch == '\n') out += "\\n";
     else if (ch == '\r') out += "\\r";

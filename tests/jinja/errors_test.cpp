@@ -36,6 +36,8 @@ TEST(JinjaErrors, RenderErrorsNameTheLine) {
   EXPECT_EQ(error_of("{{ 'abc'() }}"), "chat template line 1: 'str' object is not callable");
   EXPECT_EQ(error_of("\n{{ 'a' + 1 }}"), "chat template line 2: can only concatenate str (not \"int\") to str");
   EXPECT_EQ(error_of("{{ 1 / 0 }}"), "chat template line 1: division by zero");
+  EXPECT_EQ(error_of("{{ 5 | indent }}"), "chat template line 1: unsupported operand type(s) for +=: 'int' and 'str'");
+  EXPECT_EQ(error_of("{{ x | indent }}"), "chat template line 1: 'x' is undefined");
   EXPECT_EQ(error_of("{{ n[1:3] }}", R"({"n": 5})"), "chat template line 1: 'int' object is not subscriptable");
   EXPECT_EQ(error_of("{{ 1 < 'a' }}"), "chat template line 1: '<' not supported between instances of 'int' and 'str'");
   EXPECT_EQ(error_of("{% set x = [1] %}{{ x.append(2) }}"),

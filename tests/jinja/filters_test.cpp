@@ -26,10 +26,13 @@ TEST(JinjaFilters, Text) {
   check_cases({
       {"[{{ '  a b \\n' | trim }}]|{{ 'xxaxx' | trim('x') }}|{{ 'ab' | upper }}|{{ 'AB' | lower }}", "{}",
        "[a b]|a|AB|ab"},
+      {"[{{ s | trim }}]{{ s.split() }}", R"({"s": "\u00a0\u3000\u2003x\u2009y\u200b\u0085"})",
+       "[x\u2009y\u200b]['x', 'y\\u200b']"},
       {"{{ 'hello world' | capitalize }}|{{ \"they're here-now\" | title }}|{{ 'a-b' | replace('-', '+') }}", "{}",
        "Hello world|They're Here-Now|a+b"},
       {"{{ 'a\\nb\\n\\nc' | indent }}|{{ 'a\\nb\\n\\nc' | indent(2, true, true) }}|{{ 'a\\nb\\n' | indent(first=true) }}",
        "{}", "a\n    b\n\n    c|  a\n  b\n  \n  c|    a\n    b\n"},
+      {"{{ 5 | center(3) }}{{ 5 | wordcount }}{{ 5 | trim }}{{ 5 | replace('5', '6') }}{{ 5 | upper }}", "{}", " 5 1565"},
       {"{{ '<a href=\"x\">&\\'' | e }}|{{ '<b>' | escape }}|{{ '<b>' | safe }}", "{}",
        "&lt;a href=&#34;x&#34;&gt;&amp;&#39;|&lt;b&gt;|<b>"},
       {"{{ 'ab' | center(6) }}|{{ 'hello world foo' | truncate(9) }}|{{ 'hello' | truncate(3) }}|"

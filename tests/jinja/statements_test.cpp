@@ -58,6 +58,10 @@ TEST(JinjaStatements, SetAndScoping) {
       {"{% set ns = namespace(a=1) %}{% set ns.b = 2 %}{{ ns }}", "{}", "<Namespace {'a': 1, 'b': 2}>"},
       {"{% set x %}a{{ 1 + 1 }}b{% endset %}[{{ x }}]", "{}", "[a2b]"},
       {"{% set x | upper %}abc{% endset %}{{ x }}", "{}", "ABC"},
+      // Filter, set and call blocks keep their own sets; `if` does not.
+      {"{% filter upper %}{% set a = 1 %}{% endfilter %}{% set b %}{% set c = 1 %}{% endset %}[{{ a }}{{ c }}]", "{}",
+       "[]"},
+      {"{% macro m() %}{{ caller() }}{% endmacro %}{% call m() %}{% set a = 1 %}{% endcall %}[{{ a }}]", "{}", "[]"},
   });
 }
 
