@@ -25,19 +25,27 @@ struct Outcome {
   std::string out;  // stdout and stderr together
 };
 
+// Runs a shell command; its exit code and output (stdout and stderr together).
+Outcome run(const std::string& command) {
+  Outcome outcome;
+  FILE* pipe = popen((command + " 2>&1").c_str(), "r");
+  char buffer[4096];
+  for (size_t n; (n = fread(buffer, 1, sizeof buffer, pipe)) > 0;) outcome.out.append(buffer, n);
+  const int status = pclose(pipe);
+  outcome.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  return outcome;
+}
+
+std::string chat_template_command(const std::string& model, const std::string& request_flag) {
+  return std::string(TANDEM_BINARY_DIR) + "/tandem chat-template --model '" + model + "' --request " + request_flag;
+}
+
 // Runs `tandem chat-template --model MODEL --request @FILE` with the body in FILE.
 Outcome run_chat_template(const std::string& model, const std::string& body) {
   const std::filesystem::path file = std::filesystem::temp_directory_path() /
                                      ("tandem_chat_request_" + std::to_string(getpid()) + ".json");
   std::ofstream(file) << body;
-  const std::string command = std::string(TANDEM_BINARY_DIR) + "/tandem chat-template --model '" +
-                              model + "' --request @" + file.string() + " 2>&1";
-  Outcome outcome;
-  FILE* pipe = popen(command.c_str(), "r");
-  char buffer[4096];
-  for (size_t n; (n = fread(buffer, 1, sizeof buffer, pipe)) > 0;) outcome.out.append(buffer, n);
-  const int status = pclose(pipe);
-  outcome.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  const Outcome outcome = run(chat_template_command(model, "@" + file.string()));
   std::filesystem::remove(file);
   return outcome;
 }
@@ -79,6 +87,16 @@ TEST(ChatTemplateCommand, AnInvalidRequestExitsNonZeroNamingTheField) {
   const Outcome outcome = run_chat_template(kTinyTarget, R"({"messages": [{"role": "robot", "content": "x"}]})");
   EXPECT_NE(outcome.exit_code, 0);
   EXPECT_NE(outcome.out.find("messages[0].role"), std::string::npos) << outcome.out;
+}
+
+TEST(ChatTemplateCommand, TakesTheRequestInlineOrFromAFileThatMustExist) {
+  const Outcome inline_request = run(chat_template_command(
+      kTinyTarget, R"('{"messages": [{"role": "user", "content": "Hi"}], "add_generation_prompt": false}')"));
+  EXPECT_EQ(inline_request.exit_code, 0) << inline_request.out;
+  EXPECT_EQ(inline_request.out, "<|user|>\nHi<|end|>\n");
+  const Outcome missing = run(chat_template_command(kTinyTarget, "@/nonexistent/request.json"));
+  EXPECT_NE(missing.exit_code, 0);
+  EXPECT_NE(missing.out.find("cannot read /nonexistent/request.json"), std::string::npos) << missing.out;
 }
 
 TEST(ChatTemplateCommand, AModelWithoutATemplateExitsNonZeroSayingSo) {
