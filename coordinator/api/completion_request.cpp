@@ -27,13 +27,16 @@ std::string without_library_prefix(const std::string& what) {
   return end == std::string::npos ? what : what.substr(end + 2);
 }
 
-Json parse_body(std::string_view body) {
+}  // namespace
+
+Json parse_request_body(std::string_view body) {
   // Before the parser: see json_depth.h for why.
   if (const auto at = find_nesting_beyond(body, kMaxJsonDepth)) {
     throw invalid_request(std::nullopt,
                           "The request body nests arrays or objects deeper than " +
                               std::to_string(kMaxJsonDepth) + " levels (at byte " +
-                              std::to_string(*at) + "). A completion request needs 3.");
+                              std::to_string(*at) + "). A completion request needs 3, a chat request "
+                              "about 6 plus its tools' parameter schemas.");
   }
   try {
     return Json::parse(body.begin(), body.end());
@@ -43,9 +46,11 @@ Json parse_body(std::string_view body) {
     throw invalid_request(std::nullopt,
                           "We could not parse the JSON body of your request: " +
                               without_library_prefix(error.what()) +
-                              ". The body must be one JSON object, e.g. {\"prompt\": \"Hello\"}.");
+                              ". The body must be one JSON object.");
   }
 }
+
+namespace {
 
 std::string read_text_prompt(const Json& value) {
   const std::string& text = read_string(value, "prompt");
@@ -321,32 +326,33 @@ using FieldReader = void (*)(const Json& value, const RequestLimits& limits, Com
 
 struct FieldRule {
   std::string_view name;
-  FieldReader read;  // called only for a present, non-null value
+  FieldReader read;     // called only for a present, non-null value
+  bool shared = false;  // /v1/chat/completions reads it the same way
 };
 
 // Every top-level field this server knows, in the order they are checked.
 constexpr FieldRule kFields[] = {
-    {"model", read_model},
+    {"model", read_model, true},
     {"prompt", read_prompt},
-    {"max_tokens", read_max_tokens},
-    {"temperature", read_temperature},
-    {"top_p", read_top_p},
-    {"top_k", read_top_k},
-    {"seed", read_seed},
-    {"stop", read_stop},
-    {"stream", read_stream},
-    {"stream_options", read_stream_options},
-    {"n", read_n},
+    {"max_tokens", read_max_tokens, true},
+    {"temperature", read_temperature, true},
+    {"top_p", read_top_p, true},
+    {"top_k", read_top_k, true},
+    {"seed", read_seed, true},
+    {"stop", read_stop, true},
+    {"stream", read_stream, true},
+    {"stream_options", read_stream_options, true},
+    {"n", read_n, true},
     {"best_of", read_best_of},
     {"echo", read_echo},
     {"logprobs", read_logprobs},
-    {"presence_penalty", read_presence_penalty},
-    {"frequency_penalty", read_frequency_penalty},
-    {"logit_bias", read_logit_bias},
+    {"presence_penalty", read_presence_penalty, true},
+    {"frequency_penalty", read_frequency_penalty, true},
+    {"logit_bias", read_logit_bias, true},
     {"suffix", read_suffix},
-    {"user", read_user},
-    {"speculation", read_speculation},
-    {"ignore_eos", read_ignore_eos},
+    {"user", read_user, true},
+    {"speculation", read_speculation, true},
+    {"ignore_eos", read_ignore_eos, true},
 };
 
 bool is_known_field(std::string_view key) {
@@ -367,8 +373,28 @@ std::string_view drafter_name(DrafterChoice drafter) {
   return "none";  // unreachable: every choice is handled above
 }
 
+bool read_shared_field(std::string_view key, const Json& value, const RequestLimits& limits,
+                       CompletionRequest& request) {
+  for (const FieldRule& rule : kFields) {
+    if (rule.name != key || !rule.shared) continue;
+    if (!value.is_null()) rule.read(value, limits, request);
+    return true;
+  }
+  return false;
+}
+
+CompletionRequest default_request(const RequestLimits& limits) {
+  CompletionRequest request;
+  request.model = limits.served_model_name;
+  request.max_tokens = limits.default_max_tokens;
+  request.temperature = limits.default_temperature;
+  request.top_p = limits.default_top_p;
+  request.top_k = limits.default_top_k;
+  return request;
+}
+
 CompletionRequest parse_completion_request(std::string_view body, const RequestLimits& limits) {
-  const Json root = parse_body(body);
+  const Json root = parse_request_body(body);
   if (!root.is_object()) {
     throw invalid_request(std::nullopt, "The request body must be a JSON object, but got " +
                                             json_type_phrase(root) + ".");
@@ -377,12 +403,7 @@ CompletionRequest parse_completion_request(std::string_view body, const RequestL
     if (!is_known_field(key)) throw unrecognized(key);
   }
 
-  CompletionRequest request;
-  request.model = limits.served_model_name;
-  request.max_tokens = limits.default_max_tokens;
-  request.temperature = limits.default_temperature;
-  request.top_p = limits.default_top_p;
-  request.top_k = limits.default_top_k;
+  CompletionRequest request = default_request(limits);
   bool has_prompt = false;
   for (const FieldRule& rule : kFields) {
     const auto it = root.find(rule.name);

@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "coordinator/api/api_error.h"
+#include "coordinator/api/json_fields.h"
 
 namespace tandem::api {
 
@@ -35,8 +36,9 @@ struct RequestLimits {
   int vocab_size = 0;              // token ids in a prompt must be below this
 };
 
-// Nesting allowed in a body; the deepest legitimate request is 3 levels
-// ({"prompt": [[1, 2]]}), so 32 leaves room for clients that wrap things.
+// Nesting allowed in a body; the deepest legitimate completion request is 3
+// levels ({"prompt": [[1, 2]]}), a chat request about 6 plus the nesting of
+// its tools' JSON-schema parameters, so 32 leaves room for both.
 inline constexpr int kMaxJsonDepth = 32;
 // The largest fixed γ a request may ask for.
 inline constexpr int kMaxRequestGamma = 64;
@@ -80,6 +82,21 @@ struct CompletionRequest {
 // message gives the parser's position), 404 code "model_not_found" for a
 // model other than the served one.
 CompletionRequest parse_completion_request(std::string_view body, const RequestLimits& limits);
+
+// The body parsed as JSON after the nesting check (json_depth.h). Throws
+// ApiError 400 with no param, the parser's position in the message.
+Json parse_request_body(std::string_view body);
+
+// A request with the limits' defaults and no prompt.
+CompletionRequest default_request(const RequestLimits& limits);
+
+// Reads one of the fields /v1/chat/completions shares with /v1/completions
+// (model, max_tokens, temperature, top_p, top_k, seed, stop, stream,
+// stream_options, n, the penalties, logit_bias, user, speculation,
+// ignore_eos) exactly as the completions route does; a null value changes
+// nothing. Returns false, reading nothing, for any other key.
+bool read_shared_field(std::string_view key, const Json& value, const RequestLimits& limits,
+                       CompletionRequest& request);
 
 // "model" / "ngram" / "none", as the request and the response spell them.
 std::string_view drafter_name(DrafterChoice drafter);

@@ -6,8 +6,7 @@
 namespace tandem::api {
 namespace {
 
-// ordered_json keeps OpenAI's key order, which people reading streams expect.
-using Json = nlohmann::ordered_json;
+using Json = OrderedJson;
 
 std::string dump(const Json& value) {
   return value.dump(-1, ' ', false, Json::error_handler_t::replace);
@@ -31,7 +30,9 @@ Json choice(std::string_view text, std::optional<std::string_view> finish_reason
   return one;
 }
 
-Json usage_json(const Usage& usage) {
+}  // namespace
+
+Json usage_object(const Usage& usage) {
   Json out;
   out["prompt_tokens"] = usage.prompt_tokens;
   out["completion_tokens"] = usage.completion_tokens;
@@ -39,7 +40,7 @@ Json usage_json(const Usage& usage) {
   return out;
 }
 
-Json speculation_json(const SpeculationReport& report) {
+Json speculation_object(const SpeculationReport& report) {
   Json out;
   out["target_steps"] = report.target_steps;
   out["draft_tokens"] = report.draft_tokens;
@@ -51,15 +52,13 @@ Json speculation_json(const SpeculationReport& report) {
   return out;
 }
 
-}  // namespace
-
 std::string completion_json(std::string_view id, int64_t created_unix, std::string_view model,
                             std::string_view text, std::string_view finish_reason,
                             const Usage& usage, const SpeculationReport& speculation) {
   Json body = header(id, created_unix, model);
   body["choices"] = Json::array({choice(text, finish_reason)});
-  body["usage"] = usage_json(usage);
-  body["speculation"] = speculation_json(speculation);
+  body["usage"] = usage_object(usage);
+  body["speculation"] = speculation_object(speculation);
   return dump(body);
 }
 
@@ -76,8 +75,8 @@ std::string usage_chunk_json(std::string_view id, int64_t created_unix, std::str
                              const Usage& usage, const SpeculationReport& speculation) {
   Json body = header(id, created_unix, model);
   body["choices"] = Json::array();
-  body["usage"] = usage_json(usage);
-  body["speculation"] = speculation_json(speculation);
+  body["usage"] = usage_object(usage);
+  body["speculation"] = speculation_object(speculation);
   return dump(body);
 }
 
@@ -104,7 +103,7 @@ std::string sse_event(std::string_view json) {
 
 std::string sse_done() { return "data: [DONE]\n\n"; }
 
-std::string new_completion_id() {
+std::string new_id(std::string_view prefix, int length) {
   static constexpr std::string_view kAlphabet =
       "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789";
   // One generator per thread: no lock, and ids from different threads still
@@ -115,9 +114,11 @@ std::string new_completion_id() {
     return std::mt19937_64(seed);
   }();
   std::uniform_int_distribution<std::size_t> pick(0, kAlphabet.size() - 1);
-  std::string id = "cmpl-";
-  for (int i = 0; i < 24; ++i) id += kAlphabet[pick(generator)];
+  std::string id(prefix);
+  for (int i = 0; i < length; ++i) id += kAlphabet[pick(generator)];
   return id;
 }
+
+std::string new_completion_id() { return new_id("cmpl-", 24); }
 
 }  // namespace tandem::api

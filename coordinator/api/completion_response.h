@@ -8,12 +8,17 @@
 // Every function is thread-safe.
 #pragma once
 
+#include <nlohmann/json.hpp>
+
 #include <cstdint>
 #include <optional>
 #include <string>
 #include <string_view>
 
 namespace tandem::api {
+
+// ordered_json keeps OpenAI's key order, which people reading streams expect.
+using OrderedJson = nlohmann::ordered_json;
 
 // How speculative decoding served one request.
 struct SpeculationReport {
@@ -52,6 +57,11 @@ std::string chunk_json(std::string_view id, int64_t created_unix, std::string_vi
 std::string usage_chunk_json(std::string_view id, int64_t created_unix, std::string_view model,
                              const Usage& usage, const SpeculationReport& speculation);
 
+// {"prompt_tokens", "completion_tokens", "total_tokens"} and the
+// "speculation" object, as every response of both routes carries them.
+OrderedJson usage_object(const Usage& usage);
+OrderedJson speculation_object(const SpeculationReport& report);
+
 // GET /v1/models: {"object": "list", "data": [{"id", "object": "model",
 // "created", "owned_by", "max_model_len"}]}.
 std::string models_json(std::string_view served_name, int64_t created_unix,
@@ -62,8 +72,10 @@ std::string sse_event(std::string_view json);
 // "data: [DONE]\n\n": the end of an OpenAI stream.
 std::string sse_done();
 
-// "cmpl-" followed by 24 random ASCII letters and digits. Thread-safe (each
-// thread draws from its own generator).
+// `prefix` followed by `length` random ASCII letters and digits. Thread-safe
+// (each thread draws from its own generator).
+std::string new_id(std::string_view prefix, int length);
+// "cmpl-" followed by 24 of them.
 std::string new_completion_id();
 
 }  // namespace tandem::api

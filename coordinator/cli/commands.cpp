@@ -17,6 +17,10 @@ CommandLine tandem_command_line() {
   cli.add_command("tokenize",
                   "print the token ids of --text as JSON (--decode: ids to text)",
                   define_tokenize);
+  cli.add_command("chat-template",
+                  "print the prompt text a /v1/chat/completions --request renders to with the "
+                  "model's chat template",
+                  define_chat_template);
   cli.program().footer(
       "Models run on --backend cpu (default) or --backend cuda [--device N] [--weight-dtype "
       "bf16|fp16|fp32] (bf16 by default on cuda; docs/gpu.md).");

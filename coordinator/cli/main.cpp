@@ -1,4 +1,4 @@
-// tandem: the serving binary, `serve`, `generate` and `tokenize`
+// tandem: the serving binary, `serve`, `generate`, `tokenize` and `chat-template`
 // (commands.h); `tandem --help` lists them, `tandem COMMAND --help` a
 // command's flags.
 #include <iostream>

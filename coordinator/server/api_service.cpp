@@ -16,7 +16,8 @@ struct Route {
   bhttp::verb method;
 };
 constexpr std::array kRoutes = {
-    Route{"/v1/completions", bhttp::verb::post}, Route{"/v1/models", bhttp::verb::get},
+    Route{"/v1/completions", bhttp::verb::post}, Route{"/v1/chat/completions", bhttp::verb::post},
+    Route{"/v1/models", bhttp::verb::get},
     Route{"/health", bhttp::verb::get},          Route{"/ready", bhttp::verb::get},
     Route{"/metrics", bhttp::verb::get},
 };
@@ -46,10 +47,12 @@ ApiService::ApiService(ServiceSettings settings, ServerMetrics& metrics)
                         std::chrono::system_clock::now().time_since_epoch())
                         .count()) {}
 
-void ApiService::attach(EngineLoop& engine_loop, Tokenizer tokenizer, const ModelFacts& facts) {
+void ApiService::attach(EngineLoop& engine_loop, Tokenizer tokenizer, const ModelFacts& facts,
+                        chat::ChatTemplate chat_template) {
   model_ = facts;
   settings_.limits.vocab_size = facts.vocab_size;
   tokenizer_.emplace(std::move(tokenizer));
+  chat_template_.emplace(std::move(chat_template));
   engine_loop_.store(&engine_loop);
 }
 
@@ -78,7 +81,7 @@ boost::asio::awaitable<void> ApiService::handle(http::Exchange& exchange) {
   std::optional<api::ApiError> refusal;
   if (!route) {
     refusal = api::not_found("no route " + std::string(path) +
-                             " (routes: POST /v1/completions, GET /v1/models, /health, /ready, "
+                             " (routes: POST /v1/completions, POST /v1/chat/completions, GET /v1/models, /health, /ready, "
                              "/metrics)");
   } else if (request.method() != route->method) {
     refusal = api::method_not_allowed(std::string(path) + " accepts only " +
@@ -94,6 +97,8 @@ boost::asio::awaitable<void> ApiService::handle(http::Exchange& exchange) {
     co_await exchange.respond(std::move(response));
   } else if (path == "/v1/completions") {
     co_await complete(exchange);
+  } else if (path == "/v1/chat/completions") {
+    co_await chat(exchange);
   } else if (path == "/v1/models") {
     if (engine_loop_.load()) {
       co_await exchange.respond(http::make_response(

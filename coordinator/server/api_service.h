@@ -1,6 +1,8 @@
 // ApiService: the routes of the OpenAI-compatible API.
 //
 //   POST /v1/completions   completions, whole or streamed as server-sent events
+//   POST /v1/chat/completions  chat: the messages rendered by the model's chat
+//                          template, then a completion as above (chat_route.cpp)
 //   GET  /v1/models        the served model
 //   GET  /health           liveness: the process answers
 //   GET  /ready            readiness: models loaded and not shutting down
@@ -20,6 +22,7 @@
 
 #include "common/tokenizer/tokenizer.h"
 #include "coordinator/api/completion_request.h"
+#include "coordinator/chat/chat_template.h"
 #include "coordinator/http/exchange.h"
 #include "coordinator/metrics/server_metrics.h"
 #include "coordinator/engine_loop/engine_loop.h"
@@ -54,7 +57,10 @@ class ApiService {
   ApiService(ServiceSettings settings, ServerMetrics& metrics);
 
   // Models are loaded: serve completions from now on.
-  void attach(EngineLoop& engine_loop, Tokenizer tokenizer, const ModelFacts& facts);
+  // `chat_template`: the target's (ChatTemplate::unavailable when it has none).
+  void attach(EngineLoop& engine_loop, Tokenizer tokenizer, const ModelFacts& facts,
+              chat::ChatTemplate chat_template = chat::ChatTemplate::unavailable(
+                  "this server has no chat template loaded"));
   // Shutting down: refuse new completions (503), let running ones finish.
   void drain() { draining_.store(true); }
   bool ready() const { return engine_loop_.load() != nullptr && !draining_.load(); }
@@ -62,9 +68,17 @@ class ApiService {
   boost::asio::awaitable<void> handle(http::Exchange& exchange);
 
  private:
-  boost::asio::awaitable<void> complete(http::Exchange& exchange);
-  // The job for a parsed request, or throws ApiError naming the field.
-  CompletionJob make_job(const api::CompletionRequest& request, const Tokenizer& tokenizer) const;
+  boost::asio::awaitable<void> complete(http::Exchange& exchange);  // completion_route.cpp
+  boost::asio::awaitable<void> chat(http::Exchange& exchange);      // chat_route.cpp
+  // The engine loop when serving; otherwise nullptr and `refusal` set (503).
+  EngineLoop* serving_engine_loop(std::optional<api::ApiError>& refusal) const;
+  // A completion request's prompt as ids (text tokenized with BOS as the
+  // tokenizer's template says).
+  std::vector<int32_t> prompt_tokens(const api::CompletionRequest& request) const;
+  // The job for a parsed request and its prompt, or throws ApiError naming
+  // the field (the prompt or max_tokens beyond the context, a drafter not
+  // deployed).
+  CompletionJob make_job(const api::CompletionRequest& request, std::vector<int32_t> prompt) const;
   http::Response metrics_response(const http::Request& request);
   bool authorized(const http::Request& request) const;
 
@@ -73,9 +87,13 @@ class ApiService {
   ServerMetrics& metrics_;
   std::atomic<EngineLoop*> engine_loop_{nullptr};
   std::optional<Tokenizer> tokenizer_;  // set before engine_loop_ (release/acquire)
+  std::optional<chat::ChatTemplate> chat_template_;  // likewise
   std::atomic<bool> draining_{false};
   int64_t created_unix_ = 0;  // reported as the model's creation time
 };
+
+// Seconds since the epoch, for "created".
+int64_t unix_now();
 
 // The bytes of an OpenAI-shaped error response.
 http::Response error_response(const http::Request& request, const api::ApiError& error);

@@ -1,26 +1,19 @@
-// POST /v1/completions: parse, tokenize, check against the model, hand the
-// job to the engine loop, then wait for its text without blocking a thread:
-// the connection's coroutine sleeps on a timer that the engine thread's
-// wake-up cancels, and looks at the socket every few tens of milliseconds
-// so that a client that hangs up cancels its session.
-#include <boost/asio/redirect_error.hpp>
-#include <boost/asio/steady_timer.hpp>
-#include <boost/asio/use_awaitable.hpp>
+// POST /v1/completions: parse, tokenize, check against the model, then the
+// job flow both completion routes share (job_flow.h). make_job, the request
+// as the engine takes it, is the chat route's too.
 #include <algorithm>
 #include <random>
 
 #include "common/error.h"
 #include "coordinator/api/completion_response.h"
 #include "coordinator/server/api_service.h"
+#include "coordinator/server/job_flow.h"
 
 namespace tandem {
 namespace {
 
 namespace asio = boost::asio;
 namespace bhttp = boost::beast::http;
-
-// How often a waiting request checks whether its client is still there.
-constexpr std::chrono::milliseconds kPeerCheckInterval{50};
 
 uint64_t random_seed() {
   static thread_local std::mt19937_64 generator{std::random_device{}()};
@@ -32,11 +25,15 @@ std::string gamma_policy_name(const GammaPolicy& policy, const std::string& draf
   return policy.automatic ? "auto" : std::to_string(policy.gamma);
 }
 
+}  // namespace
+
 int64_t unix_now() {
   return std::chrono::duration_cast<std::chrono::seconds>(
              std::chrono::system_clock::now().time_since_epoch())
       .count();
 }
+
+namespace {
 
 api::ApiError context_exceeded(std::string param, std::string message) {
   api::ApiError error = api::invalid_request(std::move(param), std::move(message));
@@ -44,26 +41,22 @@ api::ApiError context_exceeded(std::string param, std::string message) {
   return error;
 }
 
-// Sleeps until woken by the engine thread or the interval passes.
-asio::awaitable<void> wait_for_news(asio::steady_timer& timer) {
-  timer.expires_after(kPeerCheckInterval);
-  boost::system::error_code ignored;  // operation_aborted: woken early
-  co_await timer.async_wait(asio::redirect_error(asio::use_awaitable, ignored));
-}
-
 }  // namespace
 
+std::vector<int32_t> ApiService::prompt_tokens(const api::CompletionRequest& request) const {
+  if (const auto* text = std::get_if<std::string>(&request.prompt)) {
+    std::vector<int32_t> ids = tokenizer_->encode(*text, /*add_special=*/true);
+    if (ids.empty()) throw api::invalid_request("prompt", "the prompt encodes to no tokens");
+    return ids;
+  }
+  return std::get<std::vector<int32_t>>(request.prompt);
+}
+
 CompletionJob ApiService::make_job(const api::CompletionRequest& request,
-                                   const Tokenizer& tokenizer) const {
+                                   std::vector<int32_t> prompt) const {
   CompletionJob job;
   SpeculationRequest& engine_request = job.request;
-  if (const auto* text = std::get_if<std::string>(&request.prompt)) {
-    engine_request.prompt = tokenizer.encode(*text, /*add_special=*/true);
-    if (engine_request.prompt.empty())
-      throw api::invalid_request("prompt", "the prompt encodes to no tokens");
-  } else {
-    engine_request.prompt = std::get<std::vector<int32_t>>(request.prompt);
-  }
+  engine_request.prompt = std::move(prompt);
   const int prompt_tokens = static_cast<int>(engine_request.prompt.size());
   const int max_prompt = settings_.max_prompt_tokens > 0 ? settings_.max_prompt_tokens
                                                           : model_.context_length - 1;
@@ -117,104 +110,86 @@ CompletionJob ApiService::make_job(const api::CompletionRequest& request,
   return job;
 }
 
-asio::awaitable<void> ApiService::complete(http::Exchange& exchange) {
-  const http::Request& http_request = exchange.request();
-  EngineLoop* engine_loop = engine_loop_.load();
-  if (!engine_loop || draining_.load()) {
-    co_await exchange.respond(error_response(
-        http_request, api::unavailable(engine_loop ? "the server is shutting down"
-                                                 : "the models are still loading; see GET /ready")));
-    co_return;
+namespace {
+
+// The completions stream: text_completion chunks.
+class CompletionEvents final : public EventFormat {
+ public:
+  CompletionEvents(std::string id, int64_t created, std::string model, bool include_usage)
+      : id_(std::move(id)), created_(created), model_(std::move(model)), include_usage_(include_usage) {}
+
+  std::vector<std::string> text(const std::string& piece) override {
+    return {api::chunk_json(id_, created_, model_, piece, std::nullopt, include_usage_)};
+  }
+  std::vector<std::string> end(const CompletionEnd& end) override {
+    std::vector<std::string> events = {
+        api::chunk_json(id_, created_, model_, "", end.finish_reason, include_usage_)};
+    if (include_usage_)
+      events.push_back(api::usage_chunk_json(id_, created_, model_, end.usage, end.speculation));
+    return events;
   }
 
+ private:
+  std::string id_;
+  int64_t created_;
+  std::string model_;
+  bool include_usage_;
+};
+
+}  // namespace
+
+EngineLoop* ApiService::serving_engine_loop(std::optional<api::ApiError>& refusal) const {
+  EngineLoop* engine_loop = engine_loop_.load();
+  if (!engine_loop || draining_.load()) {
+    refusal = api::unavailable(engine_loop ? "the server is shutting down"
+                                           : "the models are still loading; see GET /ready");
+    return nullptr;
+  }
+  return engine_loop;
+}
+
+asio::awaitable<void> ApiService::complete(http::Exchange& exchange) {
+  const http::Request& http_request = exchange.request();
   std::optional<api::ApiError> rejection;
+  EngineLoop* engine_loop = serving_engine_loop(rejection);
   api::CompletionRequest request;
   CompletionJob job;
-  try {
-    request = api::parse_completion_request(http_request.body(), settings_.limits);
-    job = make_job(request, *tokenizer_);
-  } catch (const api::ApiError& error) {
-    rejection = error;
-  } catch (const Error& error) {
-    rejection = api::invalid_request(std::nullopt, error.what());
+  if (engine_loop) {
+    try {
+      request = api::parse_completion_request(http_request.body(), settings_.limits);
+      job = make_job(request, prompt_tokens(request));
+    } catch (const api::ApiError& error) {
+      rejection = error;
+    } catch (const Error& error) {
+      rejection = api::invalid_request(std::nullopt, error.what());
+    }
   }
   if (rejection) {
     co_await exchange.respond(error_response(http_request, *rejection));
     co_return;
   }
-
-  auto timer = std::make_shared<asio::steady_timer>(exchange.executor());
-  auto wake = [timer, executor = exchange.executor()] {
-    asio::post(executor, [timer] { timer->cancel(); });
-  };
-  job.stream = std::make_shared<CompletionStream>(wake);
-  std::shared_ptr<CompletionStream> stream = job.stream;
-  if (!engine_loop->submit(job)) {
-    co_await exchange.respond(error_response(
-        http_request, api::rate_limited("the request queue is full (scheduler.max_queued_requests); "
-                                        "retry after a moment")));
-    co_return;
-  }
+  const std::optional<RunningJob> running = co_await submit_job(exchange, *engine_loop, job);
+  if (!running) co_return;
 
   const std::string id = api::new_completion_id();
   const int64_t created = unix_now();
   const std::string& model = settings_.served_model_name;
-  std::string text;
-  std::optional<CompletionEnd> end;
-
-  if (!request.stream) {
-    while (!end) {
-      CompletionStream::Drained drained = stream->drain();
-      text += drained.text;
-      end = std::move(drained.end);
-      if (end) break;
-      if (exchange.peer_closed()) {
-        stream->cancel();
-        co_return;
-      }
-      co_await wait_for_news(*timer);
-    }
-    if (end->error) {
-      co_await exchange.respond(error_response(http_request, *end->error));
-    } else {
-      co_await exchange.respond(http::make_response(
-          http_request, bhttp::status::ok,
-          api::completion_json(id, created, model, text, end->finish_reason, end->usage,
-                               end->speculation)));
-    }
+  if (request.stream) {
+    CompletionEvents events(id, created, model, request.include_usage);
+    co_await stream_job(exchange, *running, events);
     co_return;
   }
-
-  // Streaming: chunks as text arrives, a last chunk with the finish reason,
-  // usage when asked for, then [DONE].
-  bool connected = co_await exchange.begin_stream();
-  while (connected) {
-    CompletionStream::Drained drained = stream->drain();
-    if (!drained.text.empty()) {
-      connected = co_await exchange.stream_write(
-          api::sse_event(api::chunk_json(id, created, model, drained.text, std::nullopt,
-                                                         request.include_usage)));
-    }
-    if (drained.end && connected) {
-      end = std::move(drained.end);
-      if (end->error) {
-        co_await exchange.stream_write(api::sse_event(api::error_json(*end->error)));
-      } else {
-        co_await exchange.stream_write(
-            api::sse_event(api::chunk_json(id, created, model, "", end->finish_reason,
-                                                       request.include_usage)));
-        if (request.include_usage)
-          co_await exchange.stream_write(api::sse_event(
-              api::usage_chunk_json(id, created, model, end->usage, end->speculation)));
-      }
-      co_await exchange.stream_write(api::sse_done());
-      co_await exchange.end_stream();
-      co_return;
-    }
-    if (!connected || exchange.peer_closed()) break;
-    co_await wait_for_news(*timer);
+  const std::optional<FinishedJob> finished = co_await collect_job(exchange, *running);
+  if (!finished) co_return;
+  const CompletionEnd& end = finished->end;
+  if (end.error) {
+    co_await exchange.respond(error_response(http_request, *end.error));
+  } else {
+    co_await exchange.respond(http::make_response(
+        http_request, bhttp::status::ok,
+        api::completion_json(id, created, model, finished->text, end.finish_reason, end.usage,
+                             end.speculation)));
   }
-  stream->cancel();  // the client left: the engine thread frees its session
 }
 
 }  // namespace tandem

@@ -64,6 +64,18 @@ ModelFacts model_facts(const ModelConfig& target, const Tokenizer& tokenizer) {
   return facts;
 }
 
+// The target's chat template, read from where its tokenizer came from.
+chat::ChatTemplate target_chat_template(const DeploymentConfig& config) {
+  const ModelSource& target = config.target;
+  const std::string& name = config.server.served_model_name;
+  if (!target.tokenizer.empty()) return chat::ChatTemplate::load(target.tokenizer, name);
+  if (target.load_format == LoadFormat::dummy) {
+    return chat::ChatTemplate::unavailable(
+        "the model " + name + " has dummy weights and no tokenizer directory, so no chat template");
+  }
+  return chat::ChatTemplate::load(target.path, name);
+}
+
 }  // namespace
 
 // Declared in the order they are built; destroyed in reverse, so the HTTP
@@ -148,7 +160,8 @@ void ServerApp::start() {
       *parts.engine, *parts.target.cache, parts.draft ? parts.draft->cache.get() : nullptr,
       tokenizer, parts.metrics, loop_options);
   parts.engine_loop->start();
-  parts.service->attach(*parts.engine_loop, tokenizer, model_facts(parts.target.config, tokenizer));
+  parts.service->attach(*parts.engine_loop, tokenizer, model_facts(parts.target.config, tokenizer),
+                        target_chat_template(config));
   const std::filesystem::path& target =
       config.target.load_format == LoadFormat::dummy ? config.target.shape : config.target.path;
   log_line(log_, "ready: ", config.server.served_model_name, " (target ", target.string(),

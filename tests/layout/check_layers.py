@@ -25,6 +25,7 @@ LAYERS = [
     ("coordinator/config", 5),
     ("coordinator/models", 6),
     ("coordinator/api", 7),
+    ("coordinator/chat", 7),
     ("coordinator/http", 8),
     ("coordinator/metrics", 8),
     ("coordinator/engine_loop", 9),

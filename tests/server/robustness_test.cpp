@@ -63,6 +63,39 @@ TEST(Robustness, RandomlyMutatedBodiesGetAnswersAndChangeNothing) {
   EXPECT_EQ(http.post_json("/v1/completions", valid).status, 200);
 }
 
+// The same for chat bodies: the request parser, the template's context and
+// rendering, continue_final_message and tool-call parsing all see the damage.
+TEST(Robustness, RandomlyMutatedChatBodiesGetAnswersAndChangeNothing) {
+  TestServer server;
+  const std::string valid =
+      R"({"messages": [{"role": "system", "content": "Be brief."}, {"role": "user", "content": [{"type": "text", "text": "Weather?"}]},)"
+      R"( {"role": "assistant", "content": null, "tool_calls": [{"id": "c1", "type": "function", "function": {"name": "w", "arguments": "{\"c\": 1}"}}]},)"
+      R"( {"role": "tool", "tool_call_id": "c1", "content": "sunny"}, {"role": "assistant", "content": "It is"}],)"
+      R"( "tools": [{"type": "function", "function": {"name": "w", "parameters": {"type": "object"}}}], "max_tokens": 3,)"
+      R"( "continue_final_message": true, "chat_template_kwargs": {"x": 1}, "stream": false, "seed": 4})";
+  std::mt19937 rng(20261126);
+  HttpClient http(server.port());
+  int ok = 0, rejected = 0;
+  for (int i = 0; i < 600; ++i) {
+    std::string body = mutate(valid, rng);
+    // A mutation that drops max_tokens would let a reply run to the context: keep replies short.
+    if (body.find("\"max_tokens\": 3") == std::string::npos) body.insert(1, R"("max_tokens": 2, )");
+    const test_support::HttpReply reply = http.post_json("/v1/chat/completions", body);
+    ASSERT_TRUE(reply.status == 200 || (reply.status >= 400 && reply.status < 500))
+        << reply.status << " " << reply.body;
+    (reply.status == 200 ? ok : rejected) += 1;
+  }
+  EXPECT_GT(rejected, 200);
+  EXPECT_GT(ok, 10);  // and some damage still renders and runs
+  bool all_free = false;
+  for (int i = 0; i < 500 && !all_free; ++i) {
+    all_free = server.metric("tandem_kv_cache_blocks_used{model=\"target\"}") == 0;
+    if (!all_free) std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  EXPECT_TRUE(all_free);
+  EXPECT_EQ(http.post_json("/v1/chat/completions", valid).status, 200);
+}
+
 TEST(Robustness, RandomBytesAndHangUpsLeaveTheServerServing) {
   TestServer server;
   std::mt19937 rng(7);

@@ -34,12 +34,16 @@ struct TinyDeployment {
   // claim is that a request's output does not depend on its neighbours
   // (above 64 rows cuBLAS rounds differently; the CPU is always invariant).
   bool batch_invariant = false;
+  // The target's tokenizer directory, when not the model's own (and with it
+  // the chat template, read from there).
+  std::string target_tokenizer;
 
   std::string yaml() const {
     const std::string tiny = std::string(TANDEM_SOURCE_DIR) + "/models/tiny";
     std::ostringstream out;
     out << "server:\n  host: 127.0.0.1\n  port: 0\n" << server
         << "models:\n  target:\n    path: " << tiny << "/target\n";
+    if (!target_tokenizer.empty()) out << "    tokenizer: " << target_tokenizer << "\n";
     if (draft) out << "  draft:\n    path: " << tiny << "/draft\n";
     if (!scheduler.empty()) out << "scheduler:\n" << scheduler;
     if (!speculation.empty()) out << "speculation:\n" << speculation;
@@ -78,6 +82,15 @@ class TestServer {
   nlohmann::json complete(const nlohmann::json& body, int expect_status = 200) const {
     HttpClient http(port());
     const HttpReply reply = http.post_json("/v1/completions", body.dump());
+    if (reply.status != expect_status)
+      throw std::runtime_error("status " + std::to_string(reply.status) + ": " + reply.body);
+    return nlohmann::json::parse(reply.body);
+  }
+
+  // POST /v1/chat/completions on a fresh connection; the parsed JSON body.
+  nlohmann::json chat(const nlohmann::json& body, int expect_status = 200) const {
+    HttpClient http(port());
+    const HttpReply reply = http.post_json("/v1/chat/completions", body.dump());
     if (reply.status != expect_status)
       throw std::runtime_error("status " + std::to_string(reply.status) + ": " + reply.body);
     return nlohmann::json::parse(reply.body);

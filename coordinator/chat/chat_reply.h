@@ -1,0 +1,55 @@
+// A chat reply from the model's output text: the whole chat.completion, or
+// the chunks of a streamed one (ChatChunker), tool calls taken out in the
+// template's format when the request offers tools. Both go through the same
+// ToolCallFilter, so a stream's deltas always add up to the whole reply.
+// The server's chat route is a thin adapter over these (it owns the HTTP and
+// the engine's end-of-job report); here they are testable on literal text.
+#pragma once
+
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "coordinator/chat/chat_response.h"
+
+namespace tandem::chat {
+
+// How the output ended, as the engine reports it.
+struct ReplyEnd {
+  std::string finish_reason;  // the engine's: stop | length | ...
+  api::Usage usage;
+  api::SpeculationReport speculation;
+};
+
+// A stop, or a length end after a call was complete, is reported as the
+// tool calls the client has to answer.
+std::string chat_finish_reason(std::string_view engine_reason, bool found_calls);
+
+// The whole chat.completion for `text`.
+std::string chat_reply_json(const ChatHeader& header, std::string_view text, ToolCallFormat format,
+                            const ReplyEnd& end);
+
+// The chunk payloads of a streamed reply: the assistant's role first, then
+// content deltas as the tool-call filter lets text out, each complete call as
+// one tool_calls delta (with its index), then the finish and, with
+// include_usage, the usage chunk. Not thread-safe: one per stream.
+class ChatChunker {
+ public:
+  ChatChunker(ChatHeader header, ToolCallFormat format, bool include_usage)
+      : header_(std::move(header)), filter_(format), include_usage_(include_usage) {}
+
+  std::vector<std::string> opening();
+  std::vector<std::string> text(std::string_view piece);
+  std::vector<std::string> end(const ReplyEnd& end);
+
+ private:
+  std::string chunk(const api::OrderedJson& delta) const;
+  std::vector<std::string> events_for(const FilteredPiece& piece);
+
+  ChatHeader header_;
+  ToolCallFilter filter_;
+  bool include_usage_;
+  int calls_sent_ = 0;
+};
+
+}  // namespace tandem::chat

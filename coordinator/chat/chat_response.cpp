@@ -1,0 +1,75 @@
+#include "coordinator/chat/chat_response.h"
+
+namespace tandem::chat {
+namespace {
+
+using api::OrderedJson;
+
+std::string dump(const OrderedJson& value) {
+  return value.dump(-1, ' ', false, OrderedJson::error_handler_t::replace);
+}
+
+OrderedJson header_object(const ChatHeader& header, const char* object) {
+  OrderedJson body;
+  body["id"] = header.id;
+  body["object"] = object;
+  body["created"] = header.created_unix;
+  body["model"] = header.model;
+  return body;
+}
+
+}  // namespace
+
+std::string new_tool_call_id() { return api::new_id("call_", 24); }
+
+OrderedJson tool_call_object(const ToolCall& call, const std::string& id, std::optional<int> index) {
+  OrderedJson out;
+  if (index) out["index"] = *index;
+  out["id"] = id;
+  out["type"] = "function";
+  out["function"] = {{"name", call.name}, {"arguments", call.arguments}};
+  return out;
+}
+
+std::string chat_completion_json(const ChatHeader& header, const std::optional<std::string>& content,
+                                 const OrderedJson& tool_calls, std::string_view finish_reason,
+                                 const api::Usage& usage, const api::SpeculationReport& speculation) {
+  OrderedJson message;
+  message["role"] = "assistant";
+  message["content"] = content ? OrderedJson(*content) : OrderedJson(nullptr);
+  if (tool_calls.is_array() && !tool_calls.empty()) message["tool_calls"] = tool_calls;
+  OrderedJson choice;
+  choice["index"] = 0;
+  choice["message"] = std::move(message);
+  choice["logprobs"] = nullptr;
+  choice["finish_reason"] = finish_reason;
+  OrderedJson body = header_object(header, "chat.completion");
+  body["choices"] = OrderedJson::array({std::move(choice)});
+  body["usage"] = api::usage_object(usage);
+  body["speculation"] = api::speculation_object(speculation);
+  return dump(body);
+}
+
+std::string chat_chunk_json(const ChatHeader& header, const OrderedJson& delta,
+                            std::optional<std::string_view> finish_reason, bool include_usage) {
+  OrderedJson choice;
+  choice["index"] = 0;
+  choice["delta"] = delta.is_null() ? OrderedJson::object() : delta;
+  choice["logprobs"] = nullptr;
+  choice["finish_reason"] = finish_reason ? OrderedJson(*finish_reason) : OrderedJson(nullptr);
+  OrderedJson body = header_object(header, "chat.completion.chunk");
+  body["choices"] = OrderedJson::array({std::move(choice)});
+  if (include_usage) body["usage"] = nullptr;
+  return dump(body);
+}
+
+std::string chat_usage_chunk_json(const ChatHeader& header, const api::Usage& usage,
+                                  const api::SpeculationReport& speculation) {
+  OrderedJson body = header_object(header, "chat.completion.chunk");
+  body["choices"] = OrderedJson::array();
+  body["usage"] = api::usage_object(usage);
+  body["speculation"] = api::speculation_object(speculation);
+  return dump(body);
+}
+
+}  // namespace tandem::chat
