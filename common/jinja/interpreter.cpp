@@ -1,3 +1,4 @@
+// Interpreter: statements, scopes and the limits (expressions: eval.cpp).
 #include "common/jinja/interpreter.h"
 
 #include "common/jinja/failure.h"
