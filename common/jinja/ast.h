@@ -7,7 +7,6 @@
 #include <string>
 #include <vector>
 
-#include "common/jinja/template.h"
 #include "common/jinja/value.h"
 
 namespace tandem::jinja {
@@ -95,11 +94,6 @@ struct Stmt {
   std::string attribute;  // set ns.attribute = ...
   std::string name;
   std::vector<Parameter> params;
-};
-
-struct Template::Parsed {
-  Body body;
-  Options options;
 };
 
 }  // namespace tandem::jinja

@@ -102,7 +102,7 @@ Value raise_exception(Interpreter&, CallArgs& args) {
 Value strftime_now(Interpreter& in, CallArgs& args) {
   Params p("strftime_now", args, {"format"});
   std::string format = p.get_string(0, "");
-  double seconds = in.environment().now_seconds;
+  double seconds = in.now_seconds();
   std::time_t t = seconds == 0 ? std::time(nullptr) : static_cast<std::time_t>(seconds);
   std::tm parts{};
   gmtime_r(&t, &parts);

@@ -1,11 +1,18 @@
+// Interpreter: statements, scopes and the limits (expressions: eval.cpp).
 #include "common/jinja/interpreter.h"
 
+#include <nlohmann/json.hpp>
+
 #include "common/jinja/failure.h"
+#include "common/jinja/template.h"
 
 namespace tandem::jinja {
 
 Interpreter::Interpreter(const Limits& limits, const Environment& environment)
-    : limits_(limits), environment_(environment) {}
+    : max_output_bytes_(limits.max_output_bytes),
+      max_steps_(limits.max_steps),
+      max_call_depth_(limits.max_call_depth),
+      now_seconds_(environment.now_seconds) {}
 
 Interpreter::~Interpreter() {
   for (auto& scope : captured_scopes_) scope->vars.clear();
@@ -26,8 +33,8 @@ std::string Interpreter::render(const Body& body, const nlohmann::ordered_json& 
 
 void Interpreter::charge(size_t steps) {
   steps_ += steps;
-  if (steps_ > limits_.max_steps) {
-    fail("rendering took more than " + std::to_string(limits_.max_steps) + " steps (Limits::max_steps)");
+  if (steps_ > max_steps_) {
+    fail("rendering took more than " + std::to_string(max_steps_) + " steps (Limits::max_steps)");
   }
 }
 
@@ -38,9 +45,9 @@ void Interpreter::charge_scan(const Value& v) {
 }
 
 void Interpreter::check_size(size_t bytes) const {
-  if (bytes > limits_.max_output_bytes) {
+  if (bytes > max_output_bytes_) {
     fail("text of " + std::to_string(bytes) + " bytes exceeds the output limit of " +
-         std::to_string(limits_.max_output_bytes) + " bytes (Limits::max_output_bytes)");
+         std::to_string(max_output_bytes_) + " bytes (Limits::max_output_bytes)");
   }
 }
 
@@ -274,8 +281,8 @@ void Interpreter::define_macro(const Stmt& s) {
 Value Interpreter::call_macro(const Stmt& macro, const std::shared_ptr<Scope>& closure, CallArgs& args,
                               const Value* caller) {
   const std::string name = macro.kind == StmtKind::macro ? macro.name : "caller";
-  if (call_depth_ >= limits_.max_call_depth) {
-    fail("macro calls nested more than " + std::to_string(limits_.max_call_depth) + " deep (Limits::max_call_depth)");
+  if (call_depth_ >= max_call_depth_) {
+    fail("macro calls nested more than " + std::to_string(max_call_depth_) + " deep (Limits::max_call_depth)");
   }
   if (args.positional.size() > macro.params.size()) {
     fail("macro '" + name + "' takes not more than " + std::to_string(macro.params.size()) + " argument(s)");

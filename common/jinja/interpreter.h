@@ -11,9 +11,14 @@
 #include <utility>
 #include <vector>
 
+#include <nlohmann/json_fwd.hpp>
+
 #include "common/jinja/ast.h"
 
 namespace tandem::jinja {
+
+struct Limits;       // template.h
+struct Environment;  // template.h
 
 class Interpreter {
  public:
@@ -37,8 +42,8 @@ class Interpreter {
   // loop over a large value cannot run far past Limits::max_steps.
   void charge_scan(const Value& v);
   void check_size(size_t bytes) const;
-  size_t max_output_bytes() const { return limits_.max_output_bytes; }
-  const Environment& environment() const { return environment_; }
+  size_t max_output_bytes() const { return max_output_bytes_; }
+  double now_seconds() const { return now_seconds_; }  // Environment::now_seconds
   int line() const { return line_; }
   void track_namespace(const Value& ns) { namespaces_.push_back(ns); }
 
@@ -64,8 +69,12 @@ class Interpreter {
   CallArgs eval_args(const std::vector<Argument>& args, int line);
   Value eval_filter(const Expr& e);
 
-  Limits limits_;
-  Environment environment_;
+  // Limits and Environment, copied (template.h, which defines them, pulls
+  // in all of nlohmann/json; the engine's other files need not).
+  size_t max_output_bytes_;
+  size_t max_steps_;
+  int max_call_depth_;
+  double now_seconds_;
   std::shared_ptr<Scope> scope_;
   std::string* out_ = nullptr;
   size_t steps_ = 0;

@@ -5,6 +5,8 @@
 #include <cmath>
 #include <cstdio>
 
+#include <nlohmann/json.hpp>
+
 #include "common/jinja/failure.h"
 #include "common/jinja/interpreter.h"
 #include "common/jinja/text.h"

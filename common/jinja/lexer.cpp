@@ -4,6 +4,7 @@
 #include <cstdlib>
 
 #include "common/jinja/failure.h"
+#include "common/jinja/template.h"
 #include "common/jinja/text.h"
 
 namespace tandem::jinja {

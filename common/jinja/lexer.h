@@ -10,9 +10,10 @@
 #include <string_view>
 #include <vector>
 
-#include "common/jinja/template.h"
 
 namespace tandem::jinja {
+
+struct Options;  // template.h
 
 enum class TokenKind {
   text,

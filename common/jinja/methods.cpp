@@ -48,8 +48,7 @@ bool string_method(Interpreter& in, const std::string& s, const std::string& nam
     Params p(name, args, {"sep", "maxsplit"});
     int64_t maxsplit = p.get_int(1, -1);
     if (!p.has(0) || p.get(0).is_none()) {
-      if (name == "rsplit" && maxsplit >= 0) fail("rsplit() with no separator and a maxsplit is not supported");
-      *out = string_list(split_whitespace(s, maxsplit));
+      *out = string_list(name == "split" ? split_whitespace(s, maxsplit) : rsplit_whitespace(s, maxsplit));
     } else {
       std::string sep = p.get_string(0, "");
       if (sep.empty()) fail("empty separator");

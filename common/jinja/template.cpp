@@ -11,6 +11,11 @@
 
 namespace tandem::jinja {
 
+struct Template::Parsed {
+  Body body;
+  Options options;
+};
+
 namespace {
 
 [[noreturn]] void rethrow(const Failure& failure, int line) {

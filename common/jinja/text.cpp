@@ -89,8 +89,7 @@ std::vector<std::string> split_whitespace(std::string_view s, int64_t maxsplit) 
     while (i < s.size() && is_python_space(s, i, &w)) i += w;
     if (i >= s.size()) break;
     if (maxsplit >= 0 && static_cast<int64_t>(parts.size()) == maxsplit) {
-      // The rest, with its trailing whitespace stripped, as Python does.
-      parts.push_back(strip(s.substr(i), false, true, true));
+      parts.emplace_back(s.substr(i));  // the rest, trailing whitespace and all, as Python
       break;
     }
     size_t start = i;
@@ -98,6 +97,32 @@ std::vector<std::string> split_whitespace(std::string_view s, int64_t maxsplit) 
     parts.emplace_back(s.substr(start, i - start));
   }
   return parts;
+}
+
+std::vector<std::string> rsplit_whitespace(std::string_view s, int64_t maxsplit) {
+  // Python's str.rsplit() mirrors split(): the tokens from the right, then
+  // the rest with its leading whitespace kept.
+  std::vector<std::string> parts;
+  size_t end = s.size();
+  auto space_before = [&](size_t at) {  // is the code point ending at `at` whitespace?
+    size_t start = at - 1;
+    while (start > 0 && (static_cast<unsigned char>(s[start]) & 0xC0) == 0x80) --start;
+    size_t w;
+    return is_python_space(s, start, &w) && start + w == at ? start : std::string_view::npos;
+  };
+  while (true) {
+    for (size_t at; end > 0 && (at = space_before(end)) != std::string_view::npos;) end = at;
+    if (end == 0) break;
+    if (maxsplit >= 0 && static_cast<int64_t>(parts.size()) == maxsplit) {
+      parts.emplace_back(s.substr(0, end));
+      break;
+    }
+    size_t start = end;
+    while (start > 0 && space_before(start) == std::string_view::npos) --start;
+    parts.emplace_back(s.substr(start, end - start));
+    end = start;
+  }
+  return {parts.rbegin(), parts.rend()};
 }
 
 std::vector<std::string> split(std::string_view s, std::string_view sep, int64_t maxsplit) {

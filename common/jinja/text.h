@@ -17,6 +17,7 @@ bool is_python_space(std::string_view s, size_t pos, size_t* width);
 std::string strip(std::string_view s, bool left, bool right, bool whitespace, std::string_view chars = {});
 // str.split() with no separator: runs of whitespace, at most maxsplit cuts.
 std::vector<std::string> split_whitespace(std::string_view s, int64_t maxsplit);
+std::vector<std::string> rsplit_whitespace(std::string_view s, int64_t maxsplit);
 std::vector<std::string> split(std::string_view s, std::string_view sep, int64_t maxsplit);
 std::vector<std::string> rsplit(std::string_view s, std::string_view sep, int64_t maxsplit);
 std::string replace(std::string_view s, std::string_view from, std::string_view to, int64_t count);

@@ -74,6 +74,9 @@ TEST(JinjaExpressions, Methods) {
        "x|hi|x|x|"},
       {"{{ 'a b  c'.split() }}{{ 'a,b,c'.split(',') }}{{ 'a,b,c'.split(',', 1) }}{{ 'a,b,c'.rsplit(',', 1) }}", "{}",
        "['a', 'b', 'c']['a', 'b', 'c']['a', 'b,c']['a,b', 'c']"},
+      {"{{ '  a b c  '.split(none, 1) }}{{ '  a b c  '.rsplit(none, 1) }}{{ 'a  '.split(none, 1) }}{{ ' a b '.rsplit() }}"
+       "{{ 'a\u3000b'.rsplit(none, 1) }}",
+       "{}", "['a', 'b c  ']['  a b', 'c']['a']['a', 'b']['a', 'b']"},
       {"{{ c.split('</think>')[0].rstrip('\\n') }}|{{ c.split('</think>')[-1].lstrip('\\n') }}",
        R"({"c": "<think>\nhm\n</think>\n\nanswer"})", "<think>\nhm|answer"},
       {"{{ 'hello world'.title() }}|{{ 'hELLO'.capitalize() }}|{{ 'a-b-c'.replace('-', '+') }}|"
