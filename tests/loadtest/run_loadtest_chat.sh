@@ -20,7 +20,11 @@ cd "$source"
 source "$source/tests/support/start_tandem_server.sh"
 start_tandem_server "$tandem" "$log"
 
-variants='{"spec on": {}, "spec off": {"speculation": false}}'
+# A fixed gamma, not the server's auto policy: its guard may rightly stop
+# drafting for a short run on a loaded machine (it measured plain steps
+# faster), and then "spec on" would draft nothing and the check below that
+# it drafted would fail for no fault of the chat route.
+variants='{"spec on": {"speculation": {"gamma": 4}}, "spec off": {"speculation": false}}'
 # ignore_eos: every turn runs to its max_tokens, so token counts are known.
 body='{"ignore_eos": true, "temperature": 0.8}'
 url="http://127.0.0.1:$port"  # no path: --endpoint chat adds /v1/chat/completions
