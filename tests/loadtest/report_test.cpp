@@ -36,6 +36,7 @@ RunSummary sample_summary() {
   s.completed = 7;
   s.failed = 3;
   s.errors_by_status = {{0, 1}, {503, 2}};
+  s.first_error_by_status = {{0, "connection refused"}, {503, "the server is draining"}};
   s.request_throughput = 0.56;
   s.output_throughput = 123.25;
   s.total_token_throughput = 456.75;
@@ -75,6 +76,25 @@ TEST(SummaryTable, ShowsCountsThroughputsAndLatenciesInMilliseconds) {
   EXPECT_EQ(table_line(table, "Request goodput"), "");  // no SLO given
 }
 
+TEST(SummaryTable, EachErrorStatusShowsItsFirstMessage) {
+  RunSummary s = sample_summary();
+  const std::string table = summary_table(s, "Result");
+  EXPECT_EQ(table_line(table, "  first: the server is draining"),
+            "  first: the server is draining");
+  EXPECT_EQ(table_line(table, "  first: connection refused"), "  first: connection refused");
+  // Each message right under its own count.
+  EXPECT_NE(table.find("HTTP 503:"), std::string::npos);
+  EXPECT_LT(table.find("HTTP 503:"), table.find("  first: the server is draining"));
+  EXPECT_LT(table.find("No response:"), table.find("  first: connection refused"));
+  EXPECT_LT(table.find("  first: connection refused"), table.find("HTTP 503:"));
+  // A long message (an HTML error page, say) is cut to one line of 150 characters.
+  s.first_error_by_status[503] = std::string(300, 'x') + "\nsecond line";
+  const std::string cut = summary_table(s, "Result");
+  const std::string line = table_line(cut, "  first: x");
+  EXPECT_EQ(line, "  first: " + std::string(147, 'x') + "...");
+  EXPECT_EQ(cut.find("second line"), std::string::npos);
+}
+
 TEST(SummaryTable, ValuesLineUpInOneColumn) {
   const std::string table = summary_table(sample_summary(), "Result");
   const size_t column = table_line(table, "Successful requests:").find('7');
@@ -111,6 +131,8 @@ TEST(SummaryJson, CarriesEveryFigureWithVllmKeys) {
   EXPECT_EQ(j.at("itl_count"), 7);
   EXPECT_TRUE(j.at("goodput").is_null());
   EXPECT_EQ(j.at("errors"), (nlohmann::json{{"0", 1}, {"503", 2}}));
+  EXPECT_EQ(j.at("first_errors"),
+            (nlohmann::json{{"0", "connection refused"}, {"503", "the server is draining"}}));
 }
 
 TEST(SummaryJson, GoodputIsANumberWhenPresent) {

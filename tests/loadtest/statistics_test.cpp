@@ -5,7 +5,9 @@
 
 #include <gtest/gtest.h>
 
+#include <map>
 #include <optional>
+#include <string>
 #include <vector>
 
 #include "common/error.h"
@@ -86,10 +88,10 @@ RequestRecord completed(int prompt_tokens, int output_tokens, double ttft, doubl
   return r;
 }
 
-RequestRecord failed(int status) {
+RequestRecord failed(int status, std::string error = "failed") {
   RequestRecord r;
   r.status = status;
-  r.error = "failed";
+  r.error = std::move(error);
   // Partial figures a failed request may carry; none may reach the summary.
   r.ttft = 5.0;
   r.latency = 9.0;
@@ -135,6 +137,24 @@ TEST(Summarize, FailuresAreCountedByStatus) {
   const RunSummary s = summarize(records, 2.0, Slo{});
   const std::map<int, size_t> expected{{0, 1}, {503, 2}};
   EXPECT_EQ(s.errors_by_status, expected);
+}
+
+// A count alone ("HTTP 400: 4") does not say what to fix; the first message
+// of each status does (e.g. the server's context_length_exceeded).
+TEST(Summarize, KeepsTheFirstErrorMessageOfEachStatus) {
+  const std::vector<RequestRecord> records = {
+      failed(400, "prompt (227 tokens) + max_tokens (64) exceed the model's context"),
+      completed(5, 10, 0.1, 1.0, {0.1}),
+      failed(0, "connection refused"),
+      failed(400, "a later, different 400"),
+  };
+  const RunSummary s = summarize(records, 1.0, Slo{});
+  const std::map<int, std::string> expected{
+      {0, "connection refused"},
+      {400, "prompt (227 tokens) + max_tokens (64) exceed the model's context"}};
+  EXPECT_EQ(s.first_error_by_status, expected);
+  EXPECT_TRUE(summarize(std::vector<RequestRecord>{completed(5, 10, 0.1, 1.0, {0.1})}, 1.0, Slo{})
+                  .first_error_by_status.empty());
 }
 
 TEST(Summarize, LatencyDistributionsFollowVllmDefinitions) {

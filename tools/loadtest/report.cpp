@@ -57,6 +57,18 @@ void add_distribution_ms(nlohmann::json& out, const Distribution& d, const std::
   out[metric + "_count"] = d.count;
 }
 
+// "  first: MESSAGE", the message's first line, cut at kErrorWidth
+// characters: wider than the block, since a server's message is only useful
+// whole (an HTML error page is not, and stays one line).
+constexpr size_t kErrorWidth = 150;
+std::string first_error_row(const std::string& message) {
+  const std::string prefix = "  first: ";
+  std::string text = message.substr(0, message.find('\n'));
+  const size_t room = kErrorWidth;
+  if (text.size() > room) text = text.substr(0, room - 3) + "...";
+  return prefix + text + "\n";
+}
+
 std::string status_label(int status) {
   return status == 0 ? std::string("No response:") : "HTTP " + std::to_string(status) + ":";
 }
@@ -80,8 +92,11 @@ std::string summary_table(const RunSummary& s, const std::string& title) {
   out += latency_rows(s.e2e, "End-to-end Latency", "E2EL");
   if (!s.errors_by_status.empty()) {
     out += banner("Errors by status", '-');
-    for (const auto& [status, failures] : s.errors_by_status)
+    for (const auto& [status, failures] : s.errors_by_status) {
       out += row(status_label(status), count(static_cast<long long>(failures)));
+      if (auto first = s.first_error_by_status.find(status); first != s.first_error_by_status.end())
+        out += first_error_row(first->second);
+    }
   }
   out += std::string(kTableWidth, '=') + "\n";
   return out;
@@ -107,6 +122,10 @@ nlohmann::json summary_json(const RunSummary& s) {
   for (const auto& [status, failures] : s.errors_by_status)
     errors[std::to_string(status)] = failures;
   out["errors"] = errors;
+  nlohmann::json first_errors = nlohmann::json::object();
+  for (const auto& [status, message] : s.first_error_by_status)
+    first_errors[std::to_string(status)] = message;
+  out["first_errors"] = first_errors;
   return out;
 }
 

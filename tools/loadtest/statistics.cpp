@@ -81,6 +81,7 @@ RunSummary summarize(std::span<const RequestRecord> records, double duration_sec
     if (!record.ok) {
       ++s.failed;
       ++s.errors_by_status[record.status];
+      s.first_error_by_status.try_emplace(record.status, record.error);  // keeps the first
       continue;
     }
     ++s.completed;

@@ -8,6 +8,7 @@
 #include <map>
 #include <optional>
 #include <span>
+#include <string>
 #include <vector>
 
 #include "tools/loadtest/request_record.h"
@@ -39,6 +40,9 @@ struct RunSummary {
   double duration_seconds = 0;
   size_t requests = 0, completed = 0, failed = 0;
   std::map<int, size_t> errors_by_status;  // HTTP status -> failures; 0 = no response
+  // HTTP status -> the first failure's message: a count alone does not say
+  // what to fix (e.g. a 400 that is the server's context_length_exceeded).
+  std::map<int, std::string> first_error_by_status;
   double request_throughput = 0;      // completed requests / s
   double output_throughput = 0;       // output tokens / s
   double total_token_throughput = 0;  // (prompt + output) tokens / s
