@@ -25,6 +25,7 @@
 #include "coordinator/chat/chat_template.h"
 #include "coordinator/http/exchange.h"
 #include "coordinator/metrics/server_metrics.h"
+#include "coordinator/server/job_flow.h"
 #include "coordinator/engine_loop/engine_loop.h"
 #include "workers/speculation/gamma_policy.h"
 
@@ -79,6 +80,12 @@ class ApiService {
   // the field (the prompt or max_tokens beyond the context, a drafter not
   // deployed).
   CompletionJob make_job(const api::CompletionRequest& request, std::vector<int32_t> prompt) const;
+  // Answers `rejection` when there is one; else hands `job` to the engine
+  // loop. nullopt when the request has had its answer (a rejection, 429).
+  boost::asio::awaitable<std::optional<RunningJob>> admit(http::Exchange& exchange,
+                                                          EngineLoop* engine_loop,
+                                                          const std::optional<api::ApiError>& rejection,
+                                                          CompletionJob& job);
   http::Response metrics_response(const http::Request& request);
   bool authorized(const http::Request& request) const;
 

@@ -68,11 +68,7 @@ asio::awaitable<void> ApiService::chat(http::Exchange& exchange) {
       rejection = api::invalid_request(std::nullopt, error.what());
     }
   }
-  if (rejection) {
-    co_await exchange.respond(error_response(http_request, *rejection));
-    co_return;
-  }
-  const std::optional<RunningJob> running = co_await submit_job(exchange, *engine_loop, job);
+  const std::optional<RunningJob> running = co_await admit(exchange, engine_loop, rejection, job);
   if (!running) co_return;
 
   const ChatHeader header{api::new_id("chatcmpl-", 24), unix_now(), settings_.served_model_name};

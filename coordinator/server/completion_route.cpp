@@ -164,11 +164,7 @@ asio::awaitable<void> ApiService::complete(http::Exchange& exchange) {
       rejection = api::invalid_request(std::nullopt, error.what());
     }
   }
-  if (rejection) {
-    co_await exchange.respond(error_response(http_request, *rejection));
-    co_return;
-  }
-  const std::optional<RunningJob> running = co_await submit_job(exchange, *engine_loop, job);
+  const std::optional<RunningJob> running = co_await admit(exchange, engine_loop, rejection, job);
   if (!running) co_return;
 
   const std::string id = api::new_completion_id();

@@ -51,6 +51,16 @@ asio::awaitable<std::optional<RunningJob>> submit_job(http::Exchange& exchange,
   co_return running;
 }
 
+asio::awaitable<std::optional<RunningJob>> ApiService::admit(
+    http::Exchange& exchange, EngineLoop* engine_loop,
+    const std::optional<api::ApiError>& rejection, CompletionJob& job) {
+  if (rejection) {
+    co_await exchange.respond(error_response(exchange.request(), *rejection));
+    co_return std::nullopt;
+  }
+  co_return co_await submit_job(exchange, *engine_loop, job);
+}
+
 asio::awaitable<std::optional<FinishedJob>> collect_job(http::Exchange& exchange,
                                                         const RunningJob& job) {
   std::string text;
