@@ -9,18 +9,13 @@
 #include <fstream>
 
 #include "common/error.h"
+#include "tests/support/temp_file.h"
 #include "tests/support/expect_error.h"
 
 namespace tandem::loadtest {
 namespace {
 
-// ctest runs every case as its own process, in parallel: names carry the pid.
-std::filesystem::path write_temp_file(const std::string& name, const std::string& content) {
-  const std::filesystem::path path =
-      std::filesystem::path(testing::TempDir()) / (std::to_string(::getpid()) + "_" + name);
-  std::ofstream(path) << content;
-  return path;
-}
+using test_support::write_temp_file;
 
 TEST(ForEachJsonlObject, SkipsBlankLinesAndNamesEachLine) {
   const auto path = write_temp_file("lines.jsonl", "{\"a\": 1}\n\n \t\n{\"a\": 2}\r\n{\"a\": 3}");

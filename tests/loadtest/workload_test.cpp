@@ -10,18 +10,12 @@
 #include <sstream>
 
 #include "common/error.h"
+#include "tests/support/temp_file.h"
 
 namespace tandem::loadtest {
 namespace {
 
-// A file under the test's temporary directory holding `content`.
-// ctest runs every case as its own process, in parallel: names carry the pid.
-std::filesystem::path write_temp_file(const std::string& name, const std::string& content) {
-  const std::filesystem::path path =
-      std::filesystem::path(testing::TempDir()) / (std::to_string(::getpid()) + "_" + name);
-  std::ofstream(path) << content;
-  return path;
-}
+using test_support::write_temp_file;
 
 std::vector<std::string> split_words(const std::string& text) {
   std::istringstream in(text);
