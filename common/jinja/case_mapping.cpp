@@ -5,6 +5,7 @@
 #include <cstdint>
 
 #include "common/jinja/text.h"
+#include "common/tokenizer/utf8.h"
 
 namespace tandem::jinja {
 
@@ -61,23 +62,23 @@ bool is_cased(uint32_t c) { return to_upper(c) != c || to_lower(c) != c || c == 
 std::vector<uint32_t> decode(std::string_view s) {
   std::vector<uint32_t> out;
   for (size_t i = 0; i < s.size();) {
-    auto b = static_cast<unsigned char>(s[i]);
-    size_t n = b >= 0xF0 ? 4 : b >= 0xE0 ? 3 : b >= 0xC0 ? 2 : 1;
-    if (n > s.size() - i) n = 1;
-    uint32_t c = n == 1 ? b : b & (0xFF >> (n + 1));
-    for (size_t k = 1; k < n; ++k) c = (c << 6) | (static_cast<unsigned char>(s[i + k]) & 0x3F);
-    // Bytes that are not UTF-8 pass through as themselves (as code points
-    // below 0x100 they would be re-encoded, so mark them).
-    if (n == 1 && b >= 0x80) c = 0x80000000u | b;
-    out.push_back(c);
-    i += n;
+    const utf8::Step step = utf8::step(s, i);
+    if (step.valid) {
+      out.push_back(step.code_point);
+    } else {
+      // Bytes that are not UTF-8 pass through as themselves (as code points
+      // below 0x100 they would be re-encoded, so mark them).
+      for (size_t k = 0; k < step.length; ++k)
+        out.push_back(0x80000000u | static_cast<unsigned char>(s[i + k]));
+    }
+    i += step.length;
   }
   return out;
 }
 
 void append(std::string& out, uint32_t c) {
   if (c & 0x80000000u) out += static_cast<char>(c & 0xFF);
-  else append_utf8(out, c);
+  else utf8::append_code_point(out, c);
 }
 
 void append_upper(std::string& out, uint32_t c) {

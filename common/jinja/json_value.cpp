@@ -10,6 +10,7 @@
 #include "common/jinja/failure.h"
 #include "common/jinja/interpreter.h"
 #include "common/jinja/text.h"
+#include "common/tokenizer/utf8.h"
 
 namespace tandem::jinja {
 
@@ -46,20 +47,6 @@ Value from_json_at(const nlohmann::ordered_json& j, int depth) {
   }
 }
 
-// Decodes one UTF-8 sequence at s[i] (for ensure_ascii); bad bytes pass as U+FFFD.
-uint32_t decode_utf8(const std::string& s, size_t* i) {
-  auto c = static_cast<unsigned char>(s[*i]);
-  int extra = c >= 0xF0 ? 3 : c >= 0xE0 ? 2 : c >= 0xC0 ? 1 : 0;
-  uint32_t cp = extra == 0 ? c : c & (0x3F >> extra);
-  if (c >= 0x80 && extra == 0) { ++*i; return 0xFFFD; }
-  for (int k = 1; k <= extra; ++k) {
-    if (*i + static_cast<size_t>(k) >= s.size()) { *i = s.size(); return 0xFFFD; }
-    cp = (cp << 6) | (static_cast<unsigned char>(s[*i + static_cast<size_t>(k)]) & 0x3F);
-  }
-  *i += static_cast<size_t>(extra) + 1;
-  return cp;
-}
-
 void quote(std::string& out, const std::string& s, bool ensure_ascii) {
   out += '"';
   for (size_t i = 0; i < s.size();) {
@@ -77,7 +64,9 @@ void quote(std::string& out, const std::string& s, bool ensure_ascii) {
       std::snprintf(buffer, sizeof buffer, "\\u%04x", u);
       out += buffer;
     } else if (u >= 0x80 && ensure_ascii) {
-      uint32_t cp = decode_utf8(s, &i);
+      const utf8::Step step = utf8::step(s, i);
+      uint32_t cp = step.valid ? step.code_point : 0xFFFD;  // bad bytes pass as U+FFFD
+      i += step.length;
       if (cp >= 0x10000) {
         cp -= 0x10000;
         std::snprintf(buffer, sizeof buffer, "\\u%04x\\u%04x", 0xD800 + (cp >> 10), 0xDC00 + (cp & 0x3FF));

@@ -6,6 +6,7 @@
 #include "common/jinja/failure.h"
 #include "common/jinja/template.h"
 #include "common/jinja/text.h"
+#include "common/tokenizer/utf8.h"
 
 namespace tandem::jinja {
 
@@ -285,7 +286,7 @@ class Lexer {
       uint32_t cp = 0;
       size_t j = i;
       while (j < i + 3 && j < src_.size() && src_[j] >= '0' && src_[j] <= '7') cp = cp * 8 + static_cast<uint32_t>(src_[j++] - '0');
-      append_utf8(*out, cp);
+      utf8::append_code_point(*out, cp);
       return j;
     }
     size_t width = c == 'x' ? 2 : c == 'u' ? 4 : c == 'U' ? 8 : 0;
@@ -298,7 +299,7 @@ class Lexer {
       cp = cp * 16 + static_cast<uint32_t>(digit);
     }
     if (cp > 0x10FFFF) fail("illegal Unicode character in a string");
-    append_utf8(*out, cp);
+    utf8::append_code_point(*out, cp);
     return i + 1 + width;
   }
 

@@ -34,7 +34,6 @@ std::string lower(std::string_view s);
 std::string title(std::string_view s);
 std::string capitalize(std::string_view s);
 std::string jinja_title(std::string_view s);
-void append_utf8(std::string& out, uint32_t code_point);
 // markupsafe's escape: & < > " ' as HTML entities.
 std::string html_escape(std::string_view s);
 
