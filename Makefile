@@ -16,7 +16,7 @@ DEBIAN_PACKAGES := g++ cmake make pkg-config git \
 # Only for retraining the tiny models (tools/train/), not for build or test.
 TRAIN_PACKAGES := python3-torch python3-numpy nodejs
 
-.PHONY: deps train-deps build test serve clean
+.PHONY: deps train-deps build test test-sanitize serve clean
 
 deps: PACKAGES = $(DEBIAN_PACKAGES)
 train-deps: PACKAGES = $(TRAIN_PACKAGES)
@@ -39,8 +39,36 @@ build: deps
 test: build
 	@cd $(BUILD_DIR) && ctest --output-on-failure -j $(JOBS) --timeout 1500
 
+# `make test-sanitize`: the GoogleTest suites built with AddressSanitizer,
+# LeakSanitizer and UndefinedBehaviorSanitizer (-DTANDEM_SANITIZE=ON, CPU
+# only) in a tree of their own, run by ctest; any report fails its test.
+# SANITIZE_SUITES names the test binaries (each one's cases carry its name as
+# a ctest label): only they and what they link are built. Left out: the MPI
+# and GPU tests and the end-to-end scripts (README.md, "Testing" says why).
+# Every suite by default; CI runs SANITIZE_SUITES="$(SANITIZE_CI_SUITES)".
+SANITIZE_DIR ?= build-sanitize
+SANITIZE_SUITES ?= tokenizer_tests jinja_tests jinja_conformance_tests coordinator_tests \
+  server_tests cluster_tests transport_tests loadtest_tests kernels_tests workers_tests
+SANITIZE_CI_SUITES := tokenizer_tests jinja_tests coordinator_tests server_tests \
+  cluster_tests transport_tests
+# Exported to the build too: gtest's test discovery runs each binary.
+# halt_on_error: the first report ends the process, so its test fails.
+# tests/sanitize/*.supp hold the third-party reports we do not own.
+SANITIZE_ENV := ASAN_OPTIONS=halt_on_error=1:detect_leaks=1 \
+  UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1:suppressions=$(CURDIR)/tests/sanitize/ubsan.supp \
+  LSAN_OPTIONS=suppressions=$(CURDIR)/tests/sanitize/lsan.supp
+empty :=
+space := $(empty) $(empty)
+sanitize_labels = ^($(subst $(space),|,$(strip $(SANITIZE_SUITES))))$$
+
+test-sanitize: deps
+	@cmake -S . -B $(SANITIZE_DIR) -DCMAKE_BUILD_TYPE=Release -DTANDEM_SANITIZE=ON >/dev/null
+	@$(SANITIZE_ENV) cmake --build $(SANITIZE_DIR) -j $(JOBS) --target $(SANITIZE_SUITES)
+	@cd $(SANITIZE_DIR) && $(SANITIZE_ENV) ctest --output-on-failure -j $(JOBS) --timeout 1500 \
+	  -L '$(sanitize_labels)'
+
 serve: build
 	@$(BUILD_DIR)/tandem serve --config $(CONFIG)
 
 clean:
-	rm -rf $(BUILD_DIR)
+	rm -rf $(BUILD_DIR) $(SANITIZE_DIR)
