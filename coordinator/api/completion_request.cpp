@@ -136,12 +136,17 @@ void read_max_tokens(const Json& value, const RequestLimits& limits, CompletionR
   request.max_tokens = static_cast<int>(read_integer(value, "max_tokens", 1, limits.max_tokens_limit));
 }
 
+// temperature and top_p are checked again as the engine's floats: 1e-300
+// is in range as a double but 0 as a float (greedy, or a top_p the engine
+// refuses), so it is refused here, naming the field.
 void read_temperature(const Json& value, const RequestLimits&, CompletionRequest& request) {
   request.temperature = read_number_in(value, "temperature", 0.0, true, 2.0);
+  as_engine_float(request.temperature, value, "temperature");
 }
 
 void read_top_p(const Json& value, const RequestLimits&, CompletionRequest& request) {
   request.top_p = read_number_in(value, "top_p", 0.0, false, 1.0);
+  as_engine_float(request.top_p, value, "top_p");
 }
 
 void read_top_k(const Json& value, const RequestLimits&, CompletionRequest& request) {

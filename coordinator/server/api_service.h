@@ -36,6 +36,9 @@ using metrics::ServerMetrics;
 // What the routes learn from the loaded target model.
 struct ModelFacts {
   int context_length = 0;          // tokens
+  // Positions the target's KV cache holds (scheduler.kv_blocks × block_size):
+  // a request needs prompt + max_tokens - 1 of them even alone. 0: unknown.
+  int kv_positions = 0;
   int vocab_size = 0;
   std::vector<int32_t> stop_ids;   // end-of-sequence ids: generation stops after one
 };
@@ -76,9 +79,12 @@ class ApiService {
   // A completion request's prompt as ids (text tokenized with BOS as the
   // tokenizer's template says).
   std::vector<int32_t> prompt_tokens(const api::CompletionRequest& request) const;
+  // The most tokens (prompt and output) one request can ever hold: the
+  // context, or fewer when the KV cache holds fewer.
+  int request_token_limit() const;
   // The job for a parsed request and its prompt, or throws ApiError naming
-  // the field (the prompt or max_tokens beyond the context, a drafter not
-  // deployed).
+  // the field (the prompt or max_tokens beyond the context or beyond what
+  // the KV cache can ever hold, a drafter not deployed).
   CompletionJob make_job(const api::CompletionRequest& request, std::vector<int32_t> prompt) const;
   // Answers `rejection` when there is one; else hands `job` to the engine
   // loop. nullopt when the request has had its answer (a rejection, 429).

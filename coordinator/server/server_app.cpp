@@ -55,9 +55,11 @@ ServiceSettings service_settings(const DeploymentConfig& config) {
   return settings;
 }
 
-ModelFacts model_facts(const ModelConfig& target, const Tokenizer& tokenizer) {
+ModelFacts model_facts(const ModelConfig& target, const PagedKvCache& target_cache,
+                       const Tokenizer& tokenizer) {
   ModelFacts facts;
   facts.context_length = target.max_position_embeddings;
+  facts.kv_positions = target_cache.num_blocks() * target_cache.block_size();
   facts.vocab_size = target.vocab_size;
   facts.stop_ids = target.eos_token_ids;
   if (auto eos = tokenizer.eos_id(); eos && facts.stop_ids.empty()) facts.stop_ids = {*eos};
@@ -147,6 +149,7 @@ void ServerApp::start() {
   const Tokenizer& tokenizer = *parts.target.tokenizer;
   EngineLoopOptions loop_options;
   loop_options.max_queued = static_cast<size_t>(config.scheduler.max_queued_requests);
+  loop_options.log = &log_;
   if (host_->can_lose_ranks()) {
     loop_options.on_lost = [&parts](const std::string& why) {
       {
@@ -160,7 +163,7 @@ void ServerApp::start() {
       *parts.engine, *parts.target.cache, parts.draft ? parts.draft->cache.get() : nullptr,
       tokenizer, parts.metrics, loop_options);
   parts.engine_loop->start();
-  parts.service->attach(*parts.engine_loop, tokenizer, model_facts(parts.target.config, tokenizer),
+  parts.service->attach(*parts.engine_loop, tokenizer, model_facts(parts.target.config, *parts.target.cache, tokenizer),
                         target_chat_template(config));
   const std::filesystem::path& target =
       config.target.load_format == LoadFormat::dummy ? config.target.shape : config.target.path;
