@@ -158,6 +158,7 @@ void ModelDrafter::hand_over_q_rows(std::vector<DraftProposal>& proposals) {
   const size_t V = static_cast<size_t>(model_.config().vocab_size);
   std::vector<int32_t> order;
   for (const std::vector<int32_t>& rows : q_row_of_) order.insert(order.end(), rows.begin(), rows.end());
+  if (order.empty()) return;  // every sampled request faulted
   Backend& backend = model_.backend();
   std::shared_ptr<Buffer> storage = q_pool_.acquire(order.size() * V);
   backend.embedding(order, q_rounds_.data(), static_cast<int>(V), storage->data());
