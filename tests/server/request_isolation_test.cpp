@@ -23,7 +23,9 @@ using test_support::TinyDeployment;
 json error_of(const test_support::HttpReply& reply) { return json::parse(reply.body)["error"]; }
 
 TEST(RequestIsolation, ATopPThatIsZeroAsAFloatIsRefusedWhileOthersInFlightSucceed) {
-  TestServer server(TinyDeployment{.batch_invariant = true});
+  TinyDeployment deployment;
+  deployment.batch_invariant = true;
+  TestServer server(deployment);
   std::vector<json> bodies;
   for (const char* prompt : {"The old man", "Once upon a time", "hi", "The city"})
     bodies.push_back({{"prompt", prompt}, {"max_tokens", 48}, {"temperature", 0}, {"ignore_eos", true}});
@@ -59,7 +61,9 @@ TEST(RequestIsolation, ATopPThatIsZeroAsAFloatIsRefusedWhileOthersInFlightSuccee
 TEST(RequestIsolation, ARequestTheKvCacheCanNeverHoldIsRefusedAtAdmission) {
   // One block of 16 positions: a request holds its prompt and output but
   // the last token in it.
-  TestServer server(TinyDeployment{.scheduler = "  kv_blocks: 1\n"});
+  TinyDeployment deployment;
+  deployment.scheduler = "  kv_blocks: 1\n";
+  TestServer server(deployment);
   HttpClient http(server.port());
   const json small = server.complete({{"prompt", "hi"}, {"max_tokens", 4}, {"ignore_eos", true}});
   EXPECT_EQ(small["usage"]["completion_tokens"], 4);
