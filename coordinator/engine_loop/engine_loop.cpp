@@ -213,8 +213,14 @@ void EngineLoop::publish_progress() {
     } catch (const std::exception& error) {
       // Its own text (decoding its tokens, matching its stop strings) failed:
       // it ends alone.
-      const SpeculationResult taken = engine_.take(key);
-      end(key, active, taken.stats, "error",
+      if (!active_.count(key)) continue;  // it had ended already
+      SpeculationStats stats;
+      try {
+        stats = engine_.take(key).stats;
+      } catch (const Error&) {
+        // The engine had let go of it already.
+      }
+      end(key, active, stats, "error",
           api::internal(std::string("this request's output could not be turned into text: ") +
                         error.what()));
     }
