@@ -84,7 +84,11 @@ class Soak {
       const Kind kind = kAllKinds[pick_kind_(random_)];
       if (kind == Kind::burst) continue;  // weight 0 by construction; bursts have their own loop
       Request request = make_request(kind, options_.mix, random_);  // named: see send_and_leave
-      co_await send(std::move(request));
+      const bool overloaded = co_await send(std::move(request));
+      // Turned away (429): pause as a client honouring Retry-After would,
+      // or the clients would spin on instant 429s and crowd out the mix.
+      if (overloaded)
+        co_await sleep_until(Clock::now() + from_seconds(std::uniform_real_distribution<double>(0.1, 0.5)(random_)));
     }
     --in_flight_;
   }
@@ -107,8 +111,9 @@ class Soak {
     --in_flight_;
   }
 
-  // One request of the mix, its answer judged and counted.
-  asio::awaitable<void> send(Request request) {
+  // One request of the mix, its answer judged and counted; true when the
+  // server turned it away as overloaded (429).
+  asio::awaitable<bool> send(Request request) {
     ++sent_;
     loadtest::RequestRecord record;
     if (request.method == "POST") {
@@ -134,10 +139,10 @@ class Soak {
       const auto body = nlohmann::json::parse(response.body, nullptr, false);
       record.error = response.status == 0 ? response.error : loadtest::error_message_in(body);
     }
-    tally(request.kind, record);
+    co_return tally(request.kind, record).overloaded;
   }
 
-  void tally(Kind kind, const loadtest::RequestRecord& record) {
+  Outcome tally(Kind kind, const loadtest::RequestRecord& record) {
     KindTally& counts = result_.kinds[static_cast<size_t>(kind)];
     const Outcome outcome = classify(kind, record);
     ++counts.sent;
@@ -148,13 +153,14 @@ class Soak {
     counts.disconnected += outcome.disconnected;
     if (outcome.expected) {
       ++counts.expected;
-      return;
+      return outcome;
     }
     ++counts.unexpected;
     if (record.status >= 500) ++counts.unexpected_5xx;
     ++result_.unexpected_total;
     if (result_.unexpected.size() < kMaxUnexpectedKept)
       result_.unexpected.push_back({kind, record.status, now_seconds(), outcome.why});
+    return outcome;
   }
 
   asio::awaitable<void> health_loop() {
