@@ -84,10 +84,10 @@ class Soak {
       const Kind kind = kAllKinds[pick_kind_(random_)];
       if (kind == Kind::burst) continue;  // weight 0 by construction; bursts have their own loop
       Request request = make_request(kind, options_.mix, random_);  // named: see send_and_leave
-      const bool overloaded = co_await send(std::move(request));
-      // Turned away (429): pause as a client honouring Retry-After would,
-      // or the clients would spin on instant 429s and crowd out the mix.
-      if (overloaded)
+      const bool turned_away = co_await send(std::move(request));
+      // Turned away (429, or no answer at all): pause as a client honouring
+      // Retry-After would, or the clients would spin on instant refusals.
+      if (turned_away)
         co_await sleep_until(Clock::now() + from_seconds(std::uniform_real_distribution<double>(0.1, 0.5)(random_)));
     }
     --in_flight_;
@@ -112,7 +112,7 @@ class Soak {
   }
 
   // One request of the mix, its answer judged and counted; true when the
-  // server turned it away as overloaded (429).
+  // server turned it away (429) or did not answer.
   asio::awaitable<bool> send(Request request) {
     ++sent_;
     loadtest::RequestRecord record;
@@ -139,7 +139,8 @@ class Soak {
       const auto body = nlohmann::json::parse(response.body, nullptr, false);
       record.error = response.status == 0 ? response.error : loadtest::error_message_in(body);
     }
-    co_return tally(request.kind, record).overloaded;
+    const Outcome outcome = tally(request.kind, record);
+    co_return outcome.overloaded || (record.status == 0 && !outcome.disconnected);
   }
 
   Outcome tally(Kind kind, const loadtest::RequestRecord& record) {
