@@ -1,13 +1,15 @@
 // `tandem-soak`: turns the flags into SoakOptions, finds the server's
-// processes, runs the soak, prints the report (and writes its JSON), and
+// processes, waits for the server to be ready, runs the soak, prints the report (and writes its JSON), and
 // exits 0 on a pass, 1 on a failure.
 #include <algorithm>
 #include <cmath>
 #include <fstream>
 #include <iostream>
 #include <nlohmann/json.hpp>
+#include <thread>
 
 #include "common/error.h"
+#include "tools/loadtest/plain_request.h"
 #include "tools/loadtest/workload.h"
 #include "tools/soak/cli/soak_flags.h"
 #include "tools/soak/process_memory.h"
@@ -48,6 +50,23 @@ std::vector<std::string> prompts_from(const SoakFlags& flags) {
   return prompts;
 }
 
+// Waits for GET /ready to answer 200, for at most `seconds`: traffic sent
+// to a server still loading its models would measure only its 503s.
+void wait_until_ready(const loadtest::Endpoint& endpoint, double seconds) {
+  const auto give_up = loadtest::Clock::now() + std::chrono::duration<double>(seconds);
+  loadtest::PlainResponse response;
+  do {
+    const loadtest::PlainRequest ready{"GET", "/ready", ""};
+    response = loadtest::plain_request(endpoint, ready, std::chrono::seconds(5));
+    if (response.status == 200) return;
+    std::this_thread::sleep_for(std::chrono::milliseconds(250));
+  } while (loadtest::Clock::now() < give_up);
+  throw Error(ErrorKind::unavailable,
+              "the server at http://" + endpoint.host + ":" + std::to_string(endpoint.port) +
+                  " was not ready within --wait-ready " + std::to_string(std::lround(seconds)) + " s (GET /ready: " +
+                  (response.status == 0 ? response.error : "HTTP " + std::to_string(response.status)) + ")");
+}
+
 }  // namespace
 
 int run_soak_command(const SoakFlags& flags) {
@@ -61,8 +80,10 @@ int run_soak_command(const SoakFlags& flags) {
           "--clients must be from 1 to 256");
   require(flags.burst_size >= 0 && flags.burst_size <= 1024 && flags.burst_every >= 0,
           ErrorKind::invalid_argument, "--burst-size must be from 0 to 1024 and --burst-every >= 0");
-  require(flags.timeout > 0 && flags.health_limit > 0 && flags.drain > 0 && flags.rss_limit > 0,
-          ErrorKind::invalid_argument, "--timeout, --health-limit, --drain and --rss-limit must be > 0");
+  require(flags.timeout > 0 && flags.health_limit > 0 && flags.drain > 0 && flags.rss_limit > 0 &&
+              flags.wait_ready > 0,
+          ErrorKind::invalid_argument,
+          "--timeout, --health-limit, --drain, --rss-limit and --wait-ready must be > 0");
   require(flags.input_words >= 1 && flags.output_tokens >= 1 && flags.long_tokens >= 1,
           ErrorKind::invalid_argument, "--input-words, --output-tokens and --long-tokens must be >= 1");
   options.clients = flags.clients;
@@ -77,6 +98,7 @@ int run_soak_command(const SoakFlags& flags) {
   options.mix.model = flags.model;
   options.mix.short_tokens = flags.output_tokens;
   options.mix.long_tokens = flags.long_tokens;
+  wait_until_ready(options.endpoint, flags.wait_ready);
   if (!flags.no_rss) {
     if (flags.pids.empty()) {
       options.pids = find_server_processes(options.endpoint.port);

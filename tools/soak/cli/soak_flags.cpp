@@ -21,6 +21,8 @@ void add_soak_flags(cli::Command& app, SoakFlags& f) {
   add_value(app, "--rss-limit", f.rss_limit, "the largest RSS growth after the warm-up, percent");
   add_value(app, "--drain", f.drain,
             "seconds the server may take, once the traffic stops, to be idle (/metrics)");
+  add_value(app, "--wait-ready", f.wait_ready,
+            "seconds to wait, before the traffic, for GET /ready to answer 200 (models loaded)");
   cli::add_number_list(app, "--pid", f.pids,
                        "the server's processes (comma-separated); default: the one listening on the "
                        "URL's port and, under mpirun, every rank");

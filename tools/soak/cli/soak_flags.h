@@ -21,6 +21,7 @@ struct SoakFlags {
   double health_limit = 2;    // seconds
   double rss_limit = 5;       // percent
   double drain = 20;          // seconds
+  double wait_ready = 300;    // seconds GET /ready may take to answer 200 before the soak starts
   std::string pids;           // comma-separated; "" = the process listening on the URL's port (and its ranks)
   bool no_rss = false;
   std::string mix;            // JSON: kind -> weight, over the defaults
