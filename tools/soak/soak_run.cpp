@@ -85,7 +85,7 @@ class Soak {
       if (kind == Kind::burst) continue;  // weight 0 by construction; bursts have their own loop
       Request request = make_request(kind, options_.mix, random_);  // named: see send_and_leave
       const bool turned_away = co_await send(std::move(request));
-      // Turned away (429, a 5xx, or no answer at all): pause as a client
+      // Turned away (429, a 5xx but 504, or no answer at all): pause as a client
       // honouring Retry-After would, or the clients would spin on instant refusals.
       if (turned_away)
         co_await sleep_until(Clock::now() + from_seconds(std::uniform_real_distribution<double>(0.1, 0.5)(random_)));
@@ -112,7 +112,8 @@ class Soak {
   }
 
   // One request of the mix, its answer judged and counted; true when the
-  // server turned it away (429 or a 5xx) or did not answer.
+  // server turned it away (429, or a 5xx other than the deadline's 504) or
+  // did not answer.
   asio::awaitable<bool> send(Request request) {
     ++sent_;
     loadtest::RequestRecord record;
@@ -140,7 +141,8 @@ class Soak {
       record.error = response.status == 0 ? response.error : loadtest::error_message_in(body);
     }
     const Outcome outcome = tally(request.kind, record);
-    co_return outcome.overloaded || record.status >= 500 || (record.status == 0 && !outcome.disconnected);
+    const bool refused = record.status >= 500 && !outcome.timed_out;  // a 504 took its time already
+    co_return outcome.overloaded || refused || (record.status == 0 && !outcome.disconnected);
   }
 
   Outcome tally(Kind kind, const loadtest::RequestRecord& record) {
