@@ -1,4 +1,4 @@
-// Tests of tools/soak/soak_run.h against FakeServer (fake_server.h) on
+// Tests of tools/soak/soak_run.h against FakeServer (tests/support/fake_http_server.h) on
 // loopback: the soak sees what a misbehaving server does and its verdict
 // fails for it. (The soak against the real server: run_soak.sh.)
 #include "tools/soak/soak_run.h"
@@ -7,7 +7,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "tests/soak/fake_server.h"
+#include "tests/support/fake_http_server.h"
 #include "tools/soak/soak_verdict.h"
 
 namespace tandem::soak {
