@@ -56,6 +56,9 @@ const std::vector<std::pair<std::string, std::string>> kBadParameters = {
     {"/v1/completions", R"({"prompt": "hello", "max_tokens": 100000000})"},
     {"/v1/completions", R"({"prompt": "hello", "temperature": "hot"})"},
     {"/v1/completions", R"({"prompt": "hello", "top_p": 0})"},
+    // Positive as a double, 0 as the engine's float: once failed every request in flight.
+    {"/v1/completions", R"({"prompt": "hello", "top_p": 1e-300})"},
+    {"/v1/chat/completions", R"({"messages": [{"role": "user", "content": "hi"}], "temperature": 1e-300})"},
     {"/v1/completions", R"({"prompt": "hello", "no_such_field": 1})"},
     {"/v1/completions", R"({"max_tokens": 4})"},
     {"/v1/chat/completions", R"({"messages": "hello"})"},
