@@ -69,12 +69,31 @@ asio::awaitable<void> Exchange::end_stream() {
 }
 
 bool Exchange::peer_closed() {
+  if (gone_) return true;
   char byte;
   const auto fd = stream_.socket().native_handle();
   const ssize_t got = ::recv(fd, &byte, 1, MSG_PEEK | MSG_DONTWAIT);
   if (got > 0) return false;  // the client sent more (a pipelined request): still there
-  if (got == 0) return true;  // orderly shutdown
-  return errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR;
+  if (got < 0) {
+    gone_ = errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR;  // a reset
+    return gone_;
+  }
+  // End of stream: the client shut down its sending side. It may have closed
+  // the whole socket, or only that half (shutdown(SHUT_WR) after a complete
+  // request) and still read. A byte written tells them apart: a closed socket
+  // answers it with a reset, seen here at the next look. Once the response
+  // has begun its own writes do that; before, an interim "100 Continue",
+  // which an HTTP/1.1 client must accept before any response. HTTP/1.0
+  // allows no interim response: there, end of stream counts as gone.
+  if (status_ != 0) return false;
+  if (request_.version() < 11) return gone_ = true;
+  if (!probed_) {
+    probed_ = true;
+    constexpr std::string_view kInterim = "HTTP/1.1 100 Continue\r\n\r\n";
+    if (::send(fd, kInterim.data(), kInterim.size(), MSG_DONTWAIT | MSG_NOSIGNAL) < 0)
+      return gone_ = true;
+  }
+  return false;
 }
 
 }  // namespace tandem::http

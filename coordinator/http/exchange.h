@@ -45,10 +45,14 @@ class Exchange {
   asio::awaitable<bool> stream_write(std::string_view data);
   asio::awaitable<void> end_stream();
 
-  // Whether the client has closed its end (a non-blocking look at the socket).
-  // Checked while a request waits for the engine, so that a vanished client
-  // cancels its session.
+  // Whether the client is gone (a non-blocking look at the socket). Checked
+  // while a request waits for the engine, so that a vanished client cancels
+  // its session. A client that only shut down its sending side after a whole
+  // request (half-close) is still there and gets its response; see the .cpp.
   bool peer_closed();
+  // The connection closes after this exchange (Connection: close), e.g. while
+  // the server shuts down.
+  void close_after() { keep_alive_ = false; }
   // Whether the connection may serve another request afterwards.
   bool keep_alive() const { return keep_alive_; }
   // The status sent (for metrics); 0 until something was sent.
@@ -59,6 +63,8 @@ class Exchange {
   Request request_;
   bool keep_alive_ = true;
   int status_ = 0;
+  bool probed_ = false;  // peer_closed() sent its interim response
+  bool gone_ = false;    // peer_closed() saw the connection reset
 };
 
 // Builds a response with a body and content type.
