@@ -1,5 +1,7 @@
 #include "coordinator/http/exchange.h"
 
+#include <netinet/in.h>
+#include <netinet/tcp.h>
 #include <sys/socket.h>
 
 #include <boost/asio/redirect_error.hpp>
@@ -9,8 +11,19 @@
 namespace tandem::http {
 
 namespace {
+
 constexpr std::string_view kServerName = "tandem";
+
+// Whether the kernel has seen the peer reset the connection. After an end of
+// stream recv() reports 0 even once a reset followed, but TCP_INFO's state
+// moves from CLOSE_WAIT to CLOSE.
+bool connection_reset(int fd) {
+  tcp_info info{};
+  socklen_t size = sizeof info;
+  return getsockopt(fd, IPPROTO_TCP, TCP_INFO, &info, &size) == 0 && info.tcpi_state == TCP_CLOSE;
 }
+
+}  // namespace
 
 std::string_view Exchange::path() const {
   std::string_view target(request_.target().data(), request_.target().size());
@@ -81,10 +94,11 @@ bool Exchange::peer_closed() {
   // End of stream: the client shut down its sending side. It may have closed
   // the whole socket, or only that half (shutdown(SHUT_WR) after a complete
   // request) and still read. A byte written tells them apart: a closed socket
-  // answers it with a reset, seen here at the next look. Once the response
+  // answers it with a reset, seen at the next look. Once the response
   // has begun its own writes do that; before, an interim "100 Continue",
   // which an HTTP/1.1 client must accept before any response. HTTP/1.0
   // allows no interim response: there, end of stream counts as gone.
+  if (connection_reset(fd)) return gone_ = true;
   if (status_ != 0) return false;
   if (request_.version() < 11) return gone_ = true;
   if (!probed_) {

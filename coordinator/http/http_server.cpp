@@ -362,7 +362,9 @@ asio::awaitable<void> HttpServer::serve_connection(std::shared_ptr<Connection> c
       }
       break;
     }
-    if (!exchange.keep_alive() || draining_.load()) break;
+    // Set when the response went out: closing now, when it promised to keep
+    // the connection, would meet the client's next request with silence.
+    if (!exchange.keep_alive()) break;
   }
   beast::error_code ignored;
   stream.socket().shutdown(asio::ip::tcp::socket::shutdown_send, ignored);
