@@ -133,8 +133,8 @@ HttpServer::~HttpServer() {
 std::ostream& HttpServer::log() const { return options_.log ? *options_.log : std::cerr; }
 
 void HttpServer::count_open(int change) {
-  const int now = open_.fetch_add(change) + change;
-  if (options_.on_open_connections) options_.on_open_connections(now);
+  open_.fetch_add(change);
+  if (options_.on_connections_changed) options_.on_connections_changed(change);
 }
 
 void HttpServer::start() {
@@ -224,6 +224,7 @@ asio::awaitable<void> HttpServer::accept_loop() {
     auto executor = socket.get_executor();
     if (open_.load() >= max_connections_ && !evict_idle_connection()) {
       if (refusing_.load() >= kMaxRefusing) continue;  // the socket closes here
+      refusing_.fetch_add(1);
       asio::co_spawn(executor, refuse(std::move(socket)), asio::detached);
       continue;
     }
@@ -252,7 +253,6 @@ bool HttpServer::evict_idle_connection() {
 }
 
 asio::awaitable<void> HttpServer::refuse(asio::ip::tcp::socket socket) {
-  refusing_.fetch_add(1);
   if (options_.on_refused_connection) options_.on_refused_connection();
   auto connection = std::make_shared<Connection>(std::move(socket));
   co_await connection->answer_and_close(

@@ -47,8 +47,8 @@ struct HttpOptions {
   std::chrono::milliseconds idle_timeout{15'000};  // keep-alive connections with no request
   std::chrono::milliseconds request_read_timeout{30'000};  // one request's header and body
   std::ostream* log = nullptr;  // where warnings go; nullptr: std::cerr
-  // Told the number of open connections whenever it changes (a gauge).
-  std::function<void(int)> on_open_connections;
+  // Told +1 when a connection opens and -1 when it closes (for a gauge).
+  std::function<void(int change)> on_connections_changed;
   // Told of each connection refused for max_connections (a counter).
   std::function<void()> on_refused_connection;
 };

@@ -129,8 +129,8 @@ void ServerApp::start() {
   options.idle_timeout = seconds_to_ms(config.server.idle_timeout_seconds);
   options.request_read_timeout = seconds_to_ms(config.server.request_read_timeout_seconds);
   options.log = &log_;
-  options.on_open_connections = [&metrics = parts.metrics](int open) {
-    metrics.open_connections.set(open);
+  options.on_connections_changed = [&metrics = parts.metrics](int change) {
+    metrics.open_connections.inc(change);
   };
   options.on_refused_connection = [&metrics = parts.metrics] { metrics.refused_connections.inc(); };
   ApiService* service = parts.service.get();

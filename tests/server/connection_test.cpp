@@ -34,6 +34,9 @@ TEST(Connections, HalfClosedClientGetsItsWholeResponse) {
   EXPECT_EQ(parsed["usage"]["completion_tokens"], 24);
   EXPECT_EQ(server.metric("tandem_requests_total{route=\"/v1/completions\",status=\"200\"}"), 1);
   EXPECT_EQ(server.metric("tandem_request_success_total{finished_reason=\"cancelled\"}"), 0);
+  // metric() asks on a connection of its own, open while it asks.
+  EXPECT_GE(server.metric("tandem_http_open_connections"), 1);
+  EXPECT_EQ(server.metric("tandem_http_refused_connections_total"), 0);
 }
 
 TEST(Connections, HalfClosedClientGetsItsWholeStream) {
