@@ -109,7 +109,8 @@ TEST(HttpServer, AcceptErrorsBackOffInsteadOfSpinning) {
   const double cpu_before = cpu_seconds();
   std::this_thread::sleep_for(1500ms);
   const double cpu_used = cpu_seconds() - cpu_before;
-  EXPECT_LT(cpu_used, 0.3) << "the accept loop spins on EMFILE";
+  EXPECT_LT(cpu_used, 0.15) << "the accept loop spins on EMFILE";
+  RecordProperty("cpu_seconds_during_exhaustion", std::to_string(cpu_used));
 
   for (int fd : filler) ::close(fd);
   // The wait between tries is at most 1 s: the client is served soon after.
