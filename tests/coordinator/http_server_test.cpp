@@ -15,6 +15,7 @@
 #include <thread>
 #include <vector>
 
+#include "coordinator/http/accept_backoff.h"
 #include "coordinator/http/fd_budget.h"
 #include "coordinator/http/http_server.h"
 #include "tests/support/raw_socket.h"
@@ -91,6 +92,20 @@ size_t count(const std::string& text, const std::string& piece) {
   size_t found = 0;
   for (size_t at = text.find(piece); at != std::string::npos; at = text.find(piece, at + 1)) ++found;
   return found;
+}
+
+TEST(AcceptBackoff, DoublesUpToOneSecondAndStartsOverAfterASuccess) {
+  AcceptBackoff backoff;
+  std::vector<long> waits;
+  for (int i = 0; i < 9; ++i) {
+    waits.push_back(static_cast<long>(backoff.failed().count()));
+    EXPECT_EQ(backoff.first_of_run(), i == 0);
+  }
+  EXPECT_EQ(waits, (std::vector<long>{10, 20, 40, 80, 160, 320, 640, 1000, 1000}));
+  EXPECT_EQ(backoff.succeeded(), 9);
+  EXPECT_EQ(backoff.succeeded(), 0);
+  EXPECT_EQ(backoff.failed().count(), 10);
+  EXPECT_TRUE(backoff.first_of_run());
 }
 
 TEST(HttpServer, AcceptErrorsBackOffInsteadOfSpinning) {
