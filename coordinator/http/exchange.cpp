@@ -40,7 +40,7 @@ Response make_response(const Request& request, bhttp::status status, std::string
 
 asio::awaitable<void> Exchange::respond(Response response) {
   response.set(bhttp::field::server, kServerName);
-  keep_alive_ = keep_alive_ && request_.keep_alive() && response.keep_alive();
+  keep_alive_ = keep_alive_ && request_.keep_alive() && response.keep_alive() && !draining();
   response.keep_alive(keep_alive_);
   response.prepare_payload();
   status_ = static_cast<int>(response.result_int());
@@ -54,7 +54,7 @@ asio::awaitable<bool> Exchange::begin_stream() {
   header.set(bhttp::field::server, kServerName);
   header.set(bhttp::field::content_type, "text/event-stream");
   header.set(bhttp::field::cache_control, "no-cache");
-  keep_alive_ = keep_alive_ && request_.keep_alive();
+  keep_alive_ = keep_alive_ && request_.keep_alive() && !draining();
   header.keep_alive(keep_alive_);
   header.chunked(true);
   status_ = 200;

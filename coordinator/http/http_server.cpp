@@ -344,8 +344,7 @@ asio::awaitable<void> HttpServer::serve_connection(std::shared_ptr<Connection> c
       break;
     }
 
-    Exchange exchange(stream, parser.release());
-    if (draining_.load()) exchange.close_after();  // shutting down: no further requests
+    Exchange exchange(stream, parser.release(), &draining_);  // shutting down: no more requests
     bool failed = false;
     try {
       co_await handler_(exchange);

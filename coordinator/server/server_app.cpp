@@ -204,7 +204,8 @@ void ServerApp::shutdown() {
       std::this_thread::sleep_for(10ms);
   }
   // Let the connections write what the last steps published and answer
-  // (503) what their clients already sent, then close them.
+  // (503, Connection: close) what their clients have sent, then close them.
+  std::this_thread::sleep_for(100ms);
   parts.http->close_connections(1s);
   parts.engine_loop->stop();
   parts.http.reset();
