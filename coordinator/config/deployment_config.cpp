@@ -31,6 +31,9 @@ const Keys kServerKeys = {"host",
                           "port",
                           "http_threads",
                           "max_body_bytes",
+                          "max_connections",
+                          "idle_timeout_seconds",
+                          "request_read_timeout_seconds",
                           "request_timeout_seconds",
                           "api_key_env",
                           "shutdown_grace_seconds",
@@ -69,6 +72,13 @@ ServerConfig read_server(const ConfigSection& section) {
       static_cast<int>(section.integer("http_threads", server.http_threads, 1, 64));
   server.max_body_bytes =
       section.integer("max_body_bytes", server.max_body_bytes, 1024, std::int64_t{1} << 30);
+  server.max_connections =
+      static_cast<int>(section.integer("max_connections", server.max_connections, 1, 1000000));
+  const Interval timeout_range{.low = 0.001, .high = 86400};
+  server.idle_timeout_seconds =
+      section.number("idle_timeout_seconds", server.idle_timeout_seconds, timeout_range);
+  server.request_read_timeout_seconds = section.number(
+      "request_read_timeout_seconds", server.request_read_timeout_seconds, timeout_range);
   server.request_timeout_seconds =
       section.number("request_timeout_seconds", server.request_timeout_seconds,
                      Interval{.low = 0, .low_open = true});

@@ -24,6 +24,10 @@ namespace {
 
 using namespace std::chrono_literals;
 
+std::chrono::milliseconds seconds_to_ms(double seconds) {
+  return std::chrono::milliseconds(static_cast<int64_t>(seconds * 1000));
+}
+
 ServiceSettings service_settings(const DeploymentConfig& config) {
   ServiceSettings settings;
   settings.served_model_name = config.server.served_model_name;
@@ -42,8 +46,7 @@ ServiceSettings service_settings(const DeploymentConfig& config) {
   limits.max_tokens_limit = config.limits.max_tokens;
   limits.max_stop_sequences = config.limits.max_stop_sequences;
   limits.served_model_name = config.server.served_model_name;
-  settings.request_timeout = std::chrono::milliseconds(
-      static_cast<int64_t>(config.server.request_timeout_seconds * 1000));
+  settings.request_timeout = seconds_to_ms(config.server.request_timeout_seconds);
   settings.max_prompt_tokens = config.limits.max_prompt_tokens;
   settings.gamma.automatic = config.speculation.gamma_auto;
   settings.gamma.gamma = config.speculation.gamma_auto ? config.speculation.max_gamma
@@ -124,6 +127,14 @@ void ServerApp::start() {
   options.port = config.server.port;
   options.threads = config.server.http_threads;
   options.max_body_bytes = static_cast<size_t>(config.server.max_body_bytes);
+  options.max_connections = config.server.max_connections;
+  options.idle_timeout = seconds_to_ms(config.server.idle_timeout_seconds);
+  options.request_read_timeout = seconds_to_ms(config.server.request_read_timeout_seconds);
+  options.log = &log_;
+  options.on_connections_changed = [&metrics = parts.metrics](int change) {
+    metrics.open_connections.inc(change);
+  };
+  options.on_refused_connection = [&metrics = parts.metrics] { metrics.refused_connections.inc(); };
   ApiService* service = parts.service.get();
   parts.http = std::make_unique<http::HttpServer>(
       options, [service](http::Exchange& exchange) { return service->handle(exchange); });
@@ -177,7 +188,7 @@ void ServerApp::shutdown() {
   if (!parts.http) return;
   parts.service->drain();
   if (!parts.engine_loop) {  // still loading
-    parts.http->stop();
+    parts.http->close_connections(1s);
     parts.http.reset();
     host_->stop();
     return;
@@ -195,9 +206,10 @@ void ServerApp::shutdown() {
     while (parts.engine_loop->in_flight() > 0 && std::chrono::steady_clock::now() < flush_deadline)
       std::this_thread::sleep_for(10ms);
   }
-  // Let the connections write what the last steps published.
+  // Let the connections write what the last steps published and answer
+  // (503, Connection: close) what their clients have sent, then close them.
   std::this_thread::sleep_for(100ms);
-  parts.http->stop();
+  parts.http->close_connections(1s);
   parts.engine_loop->stop();
   parts.http.reset();
   host_->stop();
