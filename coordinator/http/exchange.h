@@ -36,6 +36,10 @@ class Exchange {
   std::string_view path() const;
   asio::any_io_executor executor() { return stream_.get_executor(); }
 
+  // A header every response of this exchange carries, streams included
+  // (the CORS headers a listed browser origin gets).
+  void add_response_header(bhttp::field name, std::string_view value) { extra_headers_.set(name, value); }
+
   // Sends one response; keep-alive follows the request. Content-Length and
   // the Server header are filled in.
   asio::awaitable<void> respond(Response response);
@@ -57,6 +61,7 @@ class Exchange {
  private:
   beast::tcp_stream& stream_;
   Request request_;
+  bhttp::fields extra_headers_;
   bool keep_alive_ = true;
   int status_ = 0;
 };

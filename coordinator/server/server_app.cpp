@@ -13,6 +13,7 @@
 
 #include "common/error.h"
 #include "common/log_line.h"
+#include "coordinator/config/web_access.h"
 #include "coordinator/http/http_server.h"
 #include "coordinator/metrics/server_metrics.h"
 #include "coordinator/engine_loop/engine_loop.h"
@@ -34,6 +35,9 @@ ServiceSettings service_settings(const DeploymentConfig& config) {
                 ", but that environment variable is unset or empty");
     settings.api_key = key;
   }
+  settings.access.allowed_hosts =
+      config.server.allowed_hosts.value_or(web::default_allowed_hosts(config.server.host));
+  settings.access.cors_origins = config.server.cors_origins;
   api::RequestLimits& limits = settings.limits;
   limits.default_max_tokens = config.sampling.max_tokens;
   limits.default_temperature = config.sampling.temperature;
@@ -74,6 +78,19 @@ chat::ChatTemplate target_chat_template(const DeploymentConfig& config) {
         "the model " + name + " has dummy weights and no tokenizer directory, so no chat template");
   }
   return chat::ChatTemplate::load(target.path, name);
+}
+
+// Listening on every interface, say which Host names are answered: remote
+// clients reach the server by names the default list lacks.
+void log_host_check(const ServerConfig& server, std::ostream& log) {
+  if (!web::is_wildcard_address(server.host)) return;
+  const auto hosts = server.allowed_hosts.value_or(web::default_allowed_hosts(server.host));
+  if (web::host_allowed("", hosts)) return;  // "*": any
+  std::string names;
+  for (const std::string& host : hosts) names += (names.empty() ? "" : ", ") + host;
+  log_line(log, "listening on every interface, answering requests whose Host header names ", names,
+           server.allowed_hosts ? " (server.allowed_hosts)"
+                                : ": remote clients need the names they use in server.allowed_hosts");
 }
 
 }  // namespace
@@ -128,6 +145,7 @@ void ServerApp::start() {
   parts.http->start();
   log_line(log_, "listening on http://", config.server.host, ":", parts.http->port(),
            ", loading models");
+  log_host_check(config.server, log_);
 
   host_->load(parts, log_);
   std::vector<Drafter*> drafters;

@@ -52,7 +52,7 @@ std::string fetch_metrics(const Endpoint& endpoint) {
     asio::ip::tcp::resolver resolver(context);
     asio::connect(socket, resolver.resolve(endpoint.host, std::to_string(endpoint.port)));
     http::request<http::empty_body> request(http::verb::get, "/metrics", 11);
-    request.set(http::field::host, endpoint.host);
+    request.set(http::field::host, host_header(endpoint));
     http::write(socket, request);
     boost::beast::flat_buffer buffer;
     http::response<http::string_body> response;
