@@ -128,6 +128,18 @@ std::vector<std::string> default_allowed_hosts(std::string_view bind_address) {
   return hosts;
 }
 
+std::optional<std::string> wildcard_note(std::string_view bind_address,
+                                         const std::optional<std::vector<std::string>>& allowed_hosts) {
+  if (!is_wildcard_address(bind_address)) return std::nullopt;
+  const auto hosts = allowed_hosts.value_or(default_allowed_hosts(bind_address));
+  if (std::find(hosts.begin(), hosts.end(), kAnyEntry) != hosts.end()) return std::nullopt;
+  std::string names;
+  for (const std::string& host : hosts) names += (names.empty() ? "" : ", ") + host;
+  return "listening on every interface, answering requests whose Host header names " + names +
+         (allowed_hosts ? " (server.allowed_hosts)"
+                        : ": remote clients need the names they use listed in server.allowed_hosts");
+}
+
 bool host_allowed(std::string_view host_header, const std::vector<std::string>& allowed) {
   if (std::find(allowed.begin(), allowed.end(), kAnyEntry) != allowed.end()) return true;
   const auto host = host_of(host_header);

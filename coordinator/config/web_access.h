@@ -36,6 +36,13 @@ std::vector<std::string> default_allowed_hosts(std::string_view bind_address);
 // 0.0.0.0 or ::, which listen on every interface.
 bool is_wildcard_address(std::string_view bind_address);
 
+// The line `serve` logs at start when it listens on every interface and
+// answers only some Host names (`allowed_hosts` as configured; nullopt: the
+// default): which names, and where to list the ones remote clients use.
+// nullopt when bound to one address, or when any host is allowed.
+std::optional<std::string> wildcard_note(std::string_view bind_address,
+                                         const std::optional<std::vector<std::string>>& allowed_hosts);
+
 // Whether a Host header names an entry of `allowed` (entries as above).
 bool host_allowed(std::string_view host_header, const std::vector<std::string>& allowed);
 

@@ -80,19 +80,6 @@ chat::ChatTemplate target_chat_template(const DeploymentConfig& config) {
   return chat::ChatTemplate::load(target.path, name);
 }
 
-// Listening on every interface, say which Host names are answered: remote
-// clients reach the server by names the default list lacks.
-void log_host_check(const ServerConfig& server, std::ostream& log) {
-  if (!web::is_wildcard_address(server.host)) return;
-  const auto hosts = server.allowed_hosts.value_or(web::default_allowed_hosts(server.host));
-  if (web::host_allowed("", hosts)) return;  // "*": any
-  std::string names;
-  for (const std::string& host : hosts) names += (names.empty() ? "" : ", ") + host;
-  log_line(log, "listening on every interface, answering requests whose Host header names ", names,
-           server.allowed_hosts ? " (server.allowed_hosts)"
-                                : ": remote clients need the names they use in server.allowed_hosts");
-}
-
 }  // namespace
 
 // Declared in the order they are built; destroyed in reverse, so the HTTP
@@ -145,7 +132,8 @@ void ServerApp::start() {
   parts.http->start();
   log_line(log_, "listening on http://", config.server.host, ":", parts.http->port(),
            ", loading models");
-  log_host_check(config.server, log_);
+  if (const auto note = web::wildcard_note(config.server.host, config.server.allowed_hosts))
+    log_line(log_, *note);
 
   host_->load(parts, log_);
   std::vector<Drafter*> drafters;

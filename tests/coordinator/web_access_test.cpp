@@ -40,6 +40,18 @@ TEST(WebAccess, DefaultHostsAreTheBindAddressAndLoopback) {
   EXPECT_FALSE(is_wildcard_address("localhost"));
 }
 
+TEST(WebAccess, ListeningEverywhereLogsWhichHostsAreAnswered) {
+  EXPECT_EQ(wildcard_note("0.0.0.0", std::nullopt),
+            "listening on every interface, answering requests whose Host header names localhost, 127.0.0.1, "
+            "[::1]: remote clients need the names they use listed in server.allowed_hosts");
+  EXPECT_EQ(wildcard_note("::", std::vector<std::string>{"tandem.example"}),
+            "listening on every interface, answering requests whose Host header names tandem.example "
+            "(server.allowed_hosts)");
+  EXPECT_EQ(wildcard_note("0.0.0.0", std::vector<std::string>{"*"}), std::nullopt);
+  EXPECT_EQ(wildcard_note("127.0.0.1", std::nullopt), std::nullopt);
+  EXPECT_EQ(wildcard_note("10.0.0.5", std::nullopt), std::nullopt);
+}
+
 TEST(WebAccess, HostAllowedComparesTheHostOnly) {
   EXPECT_TRUE(host_allowed("localhost:8080", kLoopback));
   EXPECT_TRUE(host_allowed("LOCALHOST", kLoopback));
