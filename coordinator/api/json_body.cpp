@@ -22,16 +22,16 @@ class StrictBuilder {
   using string_t = Json::string_t;
   using binary_t = Json::binary_t;
 
-  bool null() { return place(Json(nullptr)) != nullptr; }
-  bool boolean(bool value) { return place(Json(value)) != nullptr; }
-  bool number_integer(number_integer_t value) { return place(Json(value)) != nullptr; }
-  bool number_unsigned(number_unsigned_t value) { return place(Json(value)) != nullptr; }
-  bool number_float(number_float_t value, const string_t&) { return place(Json(value)) != nullptr; }
-  bool string(string_t& value) { return place(Json(std::move(value))) != nullptr; }
+  bool null() { return place(nullptr) != nullptr; }
+  bool boolean(bool value) { return place(value) != nullptr; }
+  bool number_integer(number_integer_t value) { return place(value) != nullptr; }
+  bool number_unsigned(number_unsigned_t value) { return place(value) != nullptr; }
+  bool number_float(number_float_t value, const string_t&) { return place(value) != nullptr; }
+  bool string(string_t& value) { return place(std::move(value)) != nullptr; }
   bool binary(binary_t& value) { return place(Json::binary(std::move(value))) != nullptr; }
 
-  bool start_object(std::size_t) { return open(Json::object()); }
-  bool start_array(std::size_t) { return open(Json::array()); }
+  bool start_object(std::size_t) { return open(Json::value_t::object); }
+  bool start_array(std::size_t) { return open(Json::value_t::array); }
   bool end_object() { return close(); }
   bool end_array() { return close(); }
 
@@ -69,24 +69,22 @@ class StrictBuilder {
 
   // Where the next value goes: the root, the end of the innermost array, or
   // the innermost object's member just keyed. Pointers stay valid: a
-  // container only grows while it is the innermost one.
-  Json* place(Json&& value) {
+  // container only grows while it is the innermost one. Values are built in
+  // place, as nlohmann's own DOM parser builds them.
+  template <typename Value>
+  Json* place(Value&& value) {
     if (levels_.empty()) {
-      root_ = std::move(value);
+      root_ = Json(std::forward<Value>(value));
       complete_ = !root_.is_structured();
       return &root_;
     }
-    Json& parent = *levels_.back().container;
-    if (parent.is_array()) {
-      Json::array_t& items = parent.get_ref<Json::array_t&>();
-      items.push_back(std::move(value));
-      return &items.back();
-    }
-    *slot_ = std::move(value);
+    if (auto* items = levels_.back().container->get_ptr<Json::array_t*>())
+      return &items->emplace_back(std::forward<Value>(value));
+    *slot_ = Json(std::forward<Value>(value));
     return slot_;
   }
-  bool open(Json&& empty) {
-    levels_.push_back(Level{place(std::move(empty))});
+  bool open(Json::value_t type) {
+    levels_.push_back(Level{place(type)});
     return true;
   }
   bool close() {
