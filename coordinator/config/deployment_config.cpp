@@ -17,6 +17,7 @@
 #include "coordinator/config/compute_choice.h"
 #include "coordinator/config/config_section.h"
 #include "coordinator/config/speculation_section.h"
+#include "coordinator/config/web_access.h"
 
 namespace tandem {
 namespace {
@@ -37,7 +38,9 @@ const Keys kServerKeys = {"host",
                           "request_timeout_seconds",
                           "api_key_env",
                           "shutdown_grace_seconds",
-                          "served_model_name"};
+                          "served_model_name",
+                          "allowed_hosts",
+                          "cors_origins"};
 const Keys kModelsKeys = {"target", "draft"};
 const Keys kModelKeys = {"path", "load_format", "shape", "seed", "tokenizer"};
 const Keys kPlacementKeys = {"backend",          "weight_dtype",   "cuda_graphs",
@@ -61,6 +64,35 @@ bool is_env_var_name(const std::string& name) {
     if (!ok) return false;
   }
   return true;
+}
+
+// server.allowed_hosts and server.cors_origins, each entry in the form the
+// gate compares (web_access.h).
+void read_web_access(const ConfigSection& section, ServerConfig& server) {
+  if (auto hosts = section.text_list("allowed_hosts")) {
+    if (hosts->empty())
+      section.fail("allowed_hosts", "must list at least one host (leave the key out for the default)");
+    for (std::size_t i = 0; i < hosts->size(); ++i) {
+      std::string problem;
+      const auto host = web::allowed_host_entry((*hosts)[i], problem);
+      if (!host) section.fail("allowed_hosts", "allowed_hosts[" + std::to_string(i) + "]: " + problem);
+      (*hosts)[i] = *host;
+    }
+    server.allowed_hosts = std::move(hosts);
+  }
+  server.cors_origins = section.text_list("cors_origins").value_or(std::vector<std::string>{});
+  for (std::size_t i = 0; i < server.cors_origins.size(); ++i) {
+    std::string& origin = server.cors_origins[i];
+    if (origin == web::kAnyEntry) continue;
+    const auto normalized = web::normalized_origin(origin);
+    if (!normalized || origin.ends_with(":")) {
+      section.fail("cors_origins", "cors_origins[" + std::to_string(i) +
+                                       "]: expected an origin as a browser sends it, scheme://host[:port] "
+                                       "without a path (e.g. http://localhost:3000), or \"*\", got \"" +
+                                       origin + "\"");
+    }
+    origin = *normalized;
+  }
 }
 
 ServerConfig read_server(const ConfigSection& section) {
@@ -95,6 +127,7 @@ ServerConfig read_server(const ConfigSection& section) {
   server.shutdown_grace_seconds =
       section.number("shutdown_grace_seconds", server.shutdown_grace_seconds, Interval{.low = 0});
   server.served_model_name = section.text("served_model_name", server.served_model_name);
+  read_web_access(section, server);
   return server;
 }
 

@@ -41,6 +41,11 @@ struct ServerConfig {
   std::string api_key_env;               // NAME of the variable holding the key; "" = no auth
   double shutdown_grace_seconds = 10;    // how long running requests may finish on SIGTERM
   std::string served_model_name = "tandem";
+  // Who may call from where (web_access.h): Host headers answered (nullopt:
+  // the bind address and the loopback names), and the browser origins other
+  // than the server's own allowed to call it ("*": any).
+  std::optional<std::vector<std::string>> allowed_hosts;
+  std::vector<std::string> cors_origins;
 };
 
 enum class LoadFormat { safetensors, dummy };

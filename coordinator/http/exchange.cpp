@@ -40,6 +40,7 @@ Response make_response(const Request& request, bhttp::status status, std::string
 
 asio::awaitable<void> Exchange::respond(Response response) {
   response.set(bhttp::field::server, kServerName);
+  for (const auto& field : extra_headers_) response.set(field.name(), field.value());
   keep_alive_ = keep_alive_ && request_.keep_alive() && response.keep_alive() && !draining();
   response.keep_alive(keep_alive_);
   response.prepare_payload();
@@ -54,6 +55,7 @@ asio::awaitable<bool> Exchange::begin_stream() {
   header.set(bhttp::field::server, kServerName);
   header.set(bhttp::field::content_type, "text/event-stream");
   header.set(bhttp::field::cache_control, "no-cache");
+  for (const auto& field : extra_headers_) header.set(field.name(), field.value());
   keep_alive_ = keep_alive_ && request_.keep_alive() && !draining();
   header.keep_alive(keep_alive_);
   header.chunked(true);

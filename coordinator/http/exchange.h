@@ -40,6 +40,10 @@ class Exchange {
   std::string_view path() const;
   asio::any_io_executor executor() { return stream_.get_executor(); }
 
+  // A header every response of this exchange carries, streams included
+  // (the CORS headers a listed browser origin gets).
+  void add_response_header(bhttp::field name, std::string_view value) { extra_headers_.set(name, value); }
+
   // Sends one response; keep-alive follows the request. Content-Length and
   // the Server header are filled in.
   asio::awaitable<void> respond(Response response);
@@ -65,6 +69,7 @@ class Exchange {
   beast::tcp_stream& stream_;
   Request request_;
   const std::atomic<bool>* server_draining_;
+  bhttp::fields extra_headers_;
   bool keep_alive_ = true;
   int status_ = 0;
   bool probed_ = false;  // peer_closed() sent its interim response

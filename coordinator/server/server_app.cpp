@@ -13,6 +13,7 @@
 
 #include "common/error.h"
 #include "common/log_line.h"
+#include "coordinator/config/web_access.h"
 #include "coordinator/http/http_server.h"
 #include "coordinator/metrics/server_metrics.h"
 #include "coordinator/engine_loop/engine_loop.h"
@@ -38,6 +39,9 @@ ServiceSettings service_settings(const DeploymentConfig& config) {
                 ", but that environment variable is unset or empty");
     settings.api_key = key;
   }
+  settings.access.allowed_hosts =
+      config.server.allowed_hosts.value_or(web::default_allowed_hosts(config.server.host));
+  settings.access.cors_origins = config.server.cors_origins;
   api::RequestLimits& limits = settings.limits;
   limits.default_max_tokens = config.sampling.max_tokens;
   limits.default_temperature = config.sampling.temperature;
@@ -141,6 +145,8 @@ void ServerApp::start() {
   parts.http->start();
   log_line(log_, "listening on http://", config.server.host, ":", parts.http->port(),
            ", loading models");
+  if (const auto note = web::wildcard_note(config.server.host, config.server.allowed_hosts))
+    log_line(log_, *note);
 
   host_->load(parts, log_);
   std::vector<Drafter*> drafters;

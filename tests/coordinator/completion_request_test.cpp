@@ -372,7 +372,7 @@ TEST(CompletionRequest, RefusesBodiesThatAreNotOneJsonObjectWithoutNamingAField)
       {"{", 400, std::nullopt, "line 1, column 2"},
       {"prompt=hi", 400, std::nullopt, "line 1, column 1"},
       {R"({"prompt": "hi",})", 400, std::nullopt, "column 17"},
-      {R"({"prompt": "hi"} {})", 400, std::nullopt, "parse"},
+      {R"({"prompt": "hi"} {})", 400, std::nullopt, "after its JSON value, at byte 17"},
       {"{\"prompt\": \"caf\xff\"}", 400, std::nullopt, "UTF-8"},
       {"{\"prompt\": \"\xc3\"}", 400, std::nullopt, "UTF-8"},
       {R"({"prompt": "\ud800"})", 400, std::nullopt, "surrogate"},

@@ -1,5 +1,7 @@
 #include "tools/loadtest/plain_request.h"
 
+#include "tools/loadtest/completion_client.h"
+
 #include <boost/asio/co_spawn.hpp>
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/redirect_error.hpp>
@@ -45,7 +47,7 @@ asio::awaitable<PlainResponse> async_plain_request(asio::any_io_executor executo
   if (ec) co_return fail("connect", ec);
 
   bhttp::request<bhttp::string_body> message(bhttp::string_to_verb(request.method), request.path, 11);
-  message.set(bhttp::field::host, endpoint.host + ":" + std::to_string(endpoint.port));
+  message.set(bhttp::field::host, host_header(endpoint));
   message.set(bhttp::field::user_agent, "tandem-tools");
   if (!endpoint.api_key.empty()) message.set(bhttp::field::authorization, "Bearer " + endpoint.api_key);
   if (!request.body.empty()) {
