@@ -9,6 +9,7 @@
 
 #include "common/error.h"
 #include "coordinator/api/api_error.h"
+#include "coordinator/http/request_parser.h"
 
 namespace tandem::http {
 namespace {
@@ -79,8 +80,8 @@ asio::awaitable<void> HttpServer::accept_loop() {
 asio::awaitable<void> HttpServer::serve_connection(beast::tcp_stream stream) {
   beast::flat_buffer buffer;
   for (;;) {
-    bhttp::request_parser<bhttp::string_body> parser;
-    parser.body_limit(options_.max_body_bytes);
+    RequestParser parser;
+    limit_request_parser(parser, options_);
     beast::error_code ec;
     stream.expires_after(options_.idle_timeout);
     co_await bhttp::async_read_header(stream, buffer, parser,
