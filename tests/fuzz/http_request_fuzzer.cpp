@@ -70,6 +70,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
 
   // The client's bytes, then its end of the connection closes.
   beast::test::stream connection(context, std::string_view(reinterpret_cast<const char*>(data), size));
+  connection.close_remote();
   beast::flat_buffer buffer;
   for (int served = 0; served < kMaxRequestsPerConnection; ++served) {
     tandem::http::RequestParser parser;
