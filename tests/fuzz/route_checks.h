@@ -7,6 +7,7 @@
 #pragma once
 
 #include <cmath>
+#include <cstdio>
 #include <string>
 #include <string_view>
 #include <variant>
@@ -72,6 +73,13 @@ inline void check_error(const Error& error) {
              std::string("internal error while reading a request: ") + error.what());
 }
 
+// A double as a message shows it: 1e-300, not to_string's 0.000000.
+inline std::string number(double value) {
+  char text[32];
+  std::snprintf(text, sizeof text, "%.17g", value);
+  return text;
+}
+
 // What the engine will take from an accepted request: each sampling value
 // in its range as the float the engine gets (make_job converts).
 inline void check_sampling(const api::CompletionRequest& request, const api::RequestLimits& limits) {
@@ -79,10 +87,10 @@ inline void check_sampling(const api::CompletionRequest& request, const api::Req
              "accepted max_tokens " + std::to_string(request.max_tokens));
   const auto temperature = static_cast<float>(request.temperature);
   fuzz_check(std::isfinite(temperature) && temperature >= 0 && temperature <= 2,
-             "accepted temperature " + std::to_string(request.temperature));
+             "accepted temperature " + number(request.temperature));
   const auto top_p = static_cast<float>(request.top_p);
-  fuzz_check(top_p > 0 && top_p <= 1, "accepted top_p " + std::to_string(request.top_p) +
-                                          ", which the engine gets as " + std::to_string(top_p));
+  fuzz_check(top_p > 0 && top_p <= 1, "accepted top_p " + number(request.top_p) +
+                                          ", which the engine gets as " + number(top_p));
   fuzz_check(request.top_k >= 0, "accepted top_k " + std::to_string(request.top_k));
   fuzz_check(static_cast<int>(request.stop.size()) <= limits.max_stop_sequences,
              "accepted more stop sequences than the limit");
