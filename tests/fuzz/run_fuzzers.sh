@@ -37,6 +37,6 @@ for name in "${fuzzers[@]}"; do
   fi
 done
 if [ ${#failed[@]} -ne 0 ]; then
-  echo "fuzzers that found something: ${failed[*]} (tests/fuzz/README.md: reproducing a finding)"
+  echo "fuzzers that found something: ${failed[*]} (docs/fuzzing.md: reproducing a finding)"
   exit 1
 fi
