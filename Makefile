@@ -15,12 +15,21 @@ DEBIAN_PACKAGES := g++ cmake make pkg-config git \
 # curl, procps (pgrep, pkill): the end-to-end scripts that drive MPI jobs.
 # Only for retraining the tiny models (tools/train/), not for build or test.
 TRAIN_PACKAGES := python3-torch python3-numpy nodejs
+# Only for `make fuzz` (tests/fuzz/): clang and its runtime libraries
+# (libFuzzer, ASan, UBSan). Debian's libfuzzer-14-dev is not needed: clang's
+# -fsanitize=fuzzer links the libFuzzer of libclang-rt-14-dev.
+FUZZ_PACKAGES := clang-14 libclang-rt-14-dev
 
-.PHONY: deps train-deps build test serve clean
+# `make fuzz`: build the fuzzers in FUZZ_DIR, run each for FUZZ_SECONDS.
+FUZZ_DIR ?= build-fuzz
+FUZZ_SECONDS ?= 60
+
+.PHONY: deps train-deps fuzz-deps build test fuzz serve clean
 
 deps: PACKAGES = $(DEBIAN_PACKAGES)
 train-deps: PACKAGES = $(TRAIN_PACKAGES)
-deps train-deps:
+fuzz-deps: PACKAGES = $(DEBIAN_PACKAGES) $(FUZZ_PACKAGES)
+deps train-deps fuzz-deps:
 	@missing=$$(for p in $(PACKAGES); do \
 	    dpkg-query -W -f='$${Status}\n' $$p 2>/dev/null | grep -q "install ok installed" || echo $$p; \
 	  done); \
@@ -39,8 +48,13 @@ build: deps
 test: build
 	@cd $(BUILD_DIR) && ctest --output-on-failure -j $(JOBS) --timeout 1500
 
+fuzz: fuzz-deps
+	@cmake -S tests/fuzz -B $(FUZZ_DIR) -DCMAKE_CXX_COMPILER=clang++-14 >/dev/null
+	@cmake --build $(FUZZ_DIR) -j $(JOBS)
+	@tests/fuzz/run_fuzzers.sh $(FUZZ_DIR) $(FUZZ_SECONDS)
+
 serve: build
 	@$(BUILD_DIR)/tandem serve --config $(CONFIG)
 
 clean:
-	rm -rf $(BUILD_DIR)
+	rm -rf $(BUILD_DIR) $(FUZZ_DIR)

@@ -4,6 +4,7 @@
 // section, the largest, has a file of its own (speculation_section.cpp).
 #include "coordinator/config/deployment_config.h"
 
+#include <yaml-cpp/eventhandler.h>
 #include <yaml-cpp/yaml.h>
 
 #include <algorithm>
@@ -295,33 +296,64 @@ void note_lines(const ConfigSection& section, const Keys& keys, ValueOrigins& or
   }
 }
 
+// Where each document of a YAML stream starts (the parser's events).
+class DocumentStarts final : public YAML::EventHandler {
+ public:
+  std::vector<YAML::Mark> starts;
+  void OnDocumentStart(const YAML::Mark& mark) override { starts.push_back(mark); }
+  void OnDocumentEnd() override {}
+  void OnNull(const YAML::Mark&, YAML::anchor_t) override {}
+  void OnAlias(const YAML::Mark&, YAML::anchor_t) override {}
+  void OnScalar(const YAML::Mark&, const std::string&, YAML::anchor_t, const std::string&) override {}
+  void OnSequenceStart(const YAML::Mark&, const std::string&, YAML::anchor_t,
+                       YAML::EmitterStyle::value) override {}
+  void OnSequenceEnd() override {}
+  void OnMapStart(const YAML::Mark&, const std::string&, YAML::anchor_t,
+                  YAML::EmitterStyle::value) override {}
+  void OnMapEnd() override {}
+};
+
 // The one document of a deployment file; syntax errors keep their line.
+// Documents are counted by hand, two at most, not with YAML::LoadAll: on
+// some malformed text (",|") yaml-cpp 0.7's parser hands out the same empty
+// document forever without moving on, and LoadAll collects them until
+// memory runs out.
 YAML::Node parse_document(const std::string& text, const std::string& source) {
-  std::vector<YAML::Node> documents;
+  DocumentStarts documents;
+  YAML::Node root;
   try {
-    documents = YAML::LoadAll(text);
+    std::istringstream stream(text);
+    YAML::Parser parser(stream);
+    while (documents.starts.size() < 2 && parser.HandleNextDocument(documents)) {
+    }
+    root = YAML::Load(text);
   } catch (const YAML::Exception& error) {
     throw Error(ErrorKind::invalid_argument,
                 config::located(source, error.mark.is_null() ? 0 : error.mark.line + 1,
                                 "YAML syntax error: " + error.msg));
   }
-  if (documents.empty() || (documents.size() == 1 && documents[0].IsNull())) {
+  const std::vector<YAML::Mark>& starts = documents.starts;
+  if (starts.size() == 2 && starts[1].pos == starts[0].pos) {
+    throw Error(ErrorKind::invalid_argument,
+                config::located(source, starts[0].line + 1,
+                                "YAML syntax error: the parser cannot read on from here"));
+  }
+  if (starts.size() == 2) {
+    // The second document's mark is its first key; point at the --- above it.
+    int line = starts[1].line;
+    while (line > 0 && !config::line_of_text(text, line).starts_with("---")) --line;
+    throw Error(ErrorKind::invalid_argument,
+                config::located(source, line + 1,
+                                "a deployment file holds one YAML document, found more "
+                                "(remove the extra ---)"));
+  }
+  if (root.IsNull()) {
     throw Error(ErrorKind::invalid_argument,
                 source +
                     ": the file is empty; a deployment needs at least models.target.path "
                     "(see configs/README.md and configs/local.yaml)");
   }
-  if (documents.size() > 1) {
-    // The second document's own mark is its first key; point at the --- above it.
-    const YAML::Mark second = documents[1].Mark();
-    int line = second.is_null() ? -1 : second.line;
-    while (line > 0 && !config::line_of_text(text, line).starts_with("---")) --line;
-    throw Error(ErrorKind::invalid_argument,
-                config::located(source, line + 1,
-                                "a deployment file holds one YAML document, found " +
-                                    std::to_string(documents.size()) + " (remove the extra ---)"));
-  }
-  return documents[0];
+  return root;
 }
 
 }  // namespace

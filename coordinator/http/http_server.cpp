@@ -14,6 +14,7 @@
 #include "coordinator/api/api_error.h"
 #include "coordinator/http/accept_backoff.h"
 #include "coordinator/http/fd_budget.h"
+#include "coordinator/http/request_parser.h"
 
 namespace tandem::http {
 namespace {
@@ -286,8 +287,8 @@ asio::awaitable<void> HttpServer::serve_connection(std::shared_ptr<Connection> c
   for (;;) {
     // A pipelined request may already be in the buffer.
     if (buffer.size() == 0 && !co_await wait_for_request(connection)) break;
-    bhttp::request_parser<bhttp::string_body> parser;
-    parser.body_limit(options_.max_body_bytes);
+    RequestParser parser;
+    limit_request_parser(parser, options_);
     beast::error_code ec;
     Connection::arm(connection, options_.request_read_timeout);
     co_await bhttp::async_read_header(stream, buffer, parser,

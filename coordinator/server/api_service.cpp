@@ -1,26 +1,15 @@
 #include "coordinator/server/api_service.h"
 
-#include <array>
 #include <chrono>
 
 #include "coordinator/api/completion_response.h"
 #include "coordinator/metrics/exposition_format.h"
+#include "coordinator/server/routes.h"
 
 namespace tandem {
 namespace {
 
 namespace bhttp = boost::beast::http;
-
-struct Route {
-  std::string_view path;
-  bhttp::verb method;
-};
-constexpr std::array kRoutes = {
-    Route{"/v1/completions", bhttp::verb::post}, Route{"/v1/chat/completions", bhttp::verb::post},
-    Route{"/v1/models", bhttp::verb::get},
-    Route{"/health", bhttp::verb::get},          Route{"/ready", bhttp::verb::get},
-    Route{"/metrics", bhttp::verb::get},
-};
 
 // Checks 3 to 5 of request_gate.h, for a caller that passed 1 and 2.
 std::optional<api::ApiError> route_refusal(const http::Request& request, std::string_view path,
@@ -75,9 +64,7 @@ boost::asio::awaitable<void> ApiService::handle(http::Exchange& exchange) {
   const http::Request& request = exchange.request();
   const std::string_view path = exchange.path();
 
-  const Route* route = nullptr;
-  for (const Route& candidate : kRoutes)
-    if (candidate.path == path) route = &candidate;
+  const Route* route = find_route(path);
 
   // The checks in request_gate.h's order; the first refusal is the answer.
   std::optional<api::ApiError> refusal = gate::refuse_caller(request, settings_.access);

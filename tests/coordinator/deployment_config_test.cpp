@@ -318,6 +318,14 @@ TEST(DeploymentConfigErrors, TheDocumentMustBeOneMap) {
               StartsWith("deploy.yaml:4: a deployment file holds one YAML document"));
 }
 
+// yaml-cpp 0.7's LoadAll never returned on this text: its parser handed out
+// the same empty document forever, collected until memory ran out (found by
+// tests/fuzz/deployment_config_fuzzer).
+TEST(DeploymentConfigErrors, TextTheParserCannotReadPastIsASyntaxError) {
+  EXPECT_THAT(error_of(",|"), StartsWith("deploy.yaml:1: YAML syntax error"));
+  EXPECT_THAT(error_of(kTarget + ",|"), StartsWith("deploy.yaml:"));
+}
+
 TEST(DeploymentConfigErrors, SyntaxErrorsKeepTheirLine) {
   EXPECT_THAT(error_of(kTarget + "server:\n\tport: 80\n"),
               StartsWith("deploy.yaml:5: YAML syntax error"));
