@@ -10,17 +10,26 @@ DEBIAN_PACKAGES := g++ cmake make pkg-config git \
   libopenblas-openmp-dev libyaml-cpp-dev libboost-dev nlohmann-json3-dev libpcre2-dev \
   libopenmpi-dev openmpi-bin libgtest-dev libgmock-dev libbenchmark-dev \
   libcli11-dev python3 python3-numpy nodejs prometheus curl procps
-# libcli11-dev: the command lines of tandem, tandem-bench and tandem-loadtest.
+# libcli11-dev: the command lines of tandem, tandem-bench, tandem-loadtest and tandem-soak.
 # prometheus: its promtool checks our /metrics exposition in the tests.
 # curl, procps (pgrep, pkill): the end-to-end scripts that drive MPI jobs.
 # Only for retraining the tiny models (tools/train/), not for build or test.
 TRAIN_PACKAGES := python3-torch python3-numpy nodejs
+# Only for `make fuzz` (tests/fuzz/): clang and its runtime libraries
+# (libFuzzer, ASan, UBSan). Debian's libfuzzer-14-dev is not needed: clang's
+# -fsanitize=fuzzer links the libFuzzer of libclang-rt-14-dev.
+FUZZ_PACKAGES := clang-14 libclang-rt-14-dev
 
-.PHONY: deps train-deps build test test-sanitize serve clean
+# `make fuzz`: build the fuzzers in FUZZ_DIR, run each for FUZZ_SECONDS.
+FUZZ_DIR ?= build-fuzz
+FUZZ_SECONDS ?= 60
+
+.PHONY: deps train-deps fuzz-deps build test test-sanitize fuzz serve clean
 
 deps: PACKAGES = $(DEBIAN_PACKAGES)
 train-deps: PACKAGES = $(TRAIN_PACKAGES)
-deps train-deps:
+fuzz-deps: PACKAGES = $(DEBIAN_PACKAGES) $(FUZZ_PACKAGES)
+deps train-deps fuzz-deps:
 	@missing=$$(for p in $(PACKAGES); do \
 	    dpkg-query -W -f='$${Status}\n' $$p 2>/dev/null | grep -q "install ok installed" || echo $$p; \
 	  done); \
@@ -44,7 +53,7 @@ test: build
 # only) in a tree of their own, run by ctest; any report fails its test.
 # SANITIZE_SUITES names the test binaries (each one's cases carry its name as
 # a ctest label): only they and what they link are built. Left out: the MPI
-# and GPU tests and the end-to-end scripts (README.md, "Testing" says why).
+# and GPU tests and the end-to-end scripts (docs/testing.md says why).
 # Every suite by default; .ci/run names the subset CI can afford.
 SANITIZE_DIR ?= build-sanitize
 SANITIZE_SUITES ?= tokenizer_tests jinja_tests jinja_conformance_tests coordinator_tests \
@@ -65,8 +74,13 @@ test-sanitize: deps
 	@cd $(SANITIZE_DIR) && $(SANITIZE_ENV) ctest --output-on-failure -j $(JOBS) --timeout 1500 \
 	  -L '$(sanitize_labels)'
 
+fuzz: fuzz-deps
+	@cmake -S tests/fuzz -B $(FUZZ_DIR) -DCMAKE_CXX_COMPILER=clang++-14 >/dev/null
+	@cmake --build $(FUZZ_DIR) -j $(JOBS)
+	@tests/fuzz/run_fuzzers.sh $(FUZZ_DIR) $(FUZZ_SECONDS)
+
 serve: build
 	@$(BUILD_DIR)/tandem serve --config $(CONFIG)
 
 clean:
-	rm -rf $(BUILD_DIR) $(SANITIZE_DIR)
+	rm -rf $(BUILD_DIR) $(SANITIZE_DIR) $(FUZZ_DIR)

@@ -6,20 +6,9 @@
 #include "common/error.h"
 #ifdef TANDEM_HAVE_CUDA
 #include "kernels/cuda/cuda_backend.h"
-#include "kernels/cuda/device_info.h"
 #endif
 
 namespace tandem {
-
-const char* backend_name(BackendKind kind) {
-  switch (kind) {
-    case BackendKind::cpu:
-      return "cpu";
-    case BackendKind::cuda:
-      return "cuda";
-  }
-  return "unknown";
-}
 
 Buffer& Buffer::operator=(Buffer&& other) noexcept {
   if (this != &other) {
@@ -54,22 +43,6 @@ void Backend::copy_from(Backend& source, const float* from, size_t n, float* to)
   std::vector<float> staged(n);
   source.download(from, staged);
   upload(staged, to);
-}
-
-int cuda_device_count() {
-#ifdef TANDEM_HAVE_CUDA
-  return cuda::device_count();
-#else
-  return 0;
-#endif
-}
-
-bool cuda_backend_built() {
-#ifdef TANDEM_HAVE_CUDA
-  return true;
-#else
-  return false;
-#endif
 }
 
 std::unique_ptr<Backend> make_backend(BackendKind kind, int device, Dtype weight_dtype) {

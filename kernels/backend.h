@@ -223,6 +223,11 @@ class Backend {
   // out (rows): host memory.
   virtual void argmax(const float* logits, int rows, int V, int32_t* out) = 0;
 
+  // out (rows, host) = 1 where the row of x (rows, V) holds a NaN or an
+  // infinity, else 0: a session whose logits are not finite ends alone,
+  // before its rows are sampled or verified (workers/speculation/).
+  virtual void find_nonfinite_rows(const float* x, int rows, int V, uint8_t* out) = 0;
+
   // One token per probability row (rows, V) by inverse CDF with uniforms
   // (rows, host) in [0, 1): cpu::sample_row's definition. out (rows): host.
   virtual void sample(const float* probs, int rows, int V, std::span<const double> uniforms,

@@ -1,7 +1,12 @@
-// SamplingParams: how one session turns logits into a token.
+// SamplingParams: how one session turns logits into a token, and the one
+// check of what the sampling ops take (every backend, the engine when a
+// session is added, and the API after converting a request's numbers to
+// these types all apply the same rules).
 #pragma once
 
 #include <cstdint>
+#include <optional>
+#include <string>
 
 namespace tandem {
 
@@ -13,5 +18,18 @@ struct SamplingParams {
 
   bool greedy() const { return temperature == 0.0f; }
 };
+
+// What is wrong with a SamplingParams for the sampling ops: the field
+// ("temperature", "top_k" or "top_p") and a message for people that names
+// it, the value and what to use instead.
+struct SamplingProblem {
+  std::string field;
+  std::string message;
+};
+
+// nullopt unless a value is outside what the ops take: temperature finite
+// and >= 0, top_k >= 0, top_p in (0, 1] (all as the floats and ints held
+// here: a top_p of 1e-300 given as a double is 0 by the time it gets here).
+std::optional<SamplingProblem> find_sampling_problem(const SamplingParams& p);
 
 }  // namespace tandem

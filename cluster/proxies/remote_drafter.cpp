@@ -56,6 +56,7 @@ void RemoteDrafter::finish_propose(std::vector<DraftProposal>& proposals) {
   proposals.assign(reply.tokens.size(), DraftProposal{});
   for (size_t i = 0; i < reply.tokens.size(); ++i) {
     proposals[i].tokens = std::move(reply.tokens[i]);
+    proposals[i].fault = reply.faults[i];  // as many as tokens (checked when decoded)
     proposals[i].q_at_draft_rank = in_flight_sampled_[i] && !proposals[i].tokens.empty();
     if (proposals[i].q_at_draft_rank) proposals[i].q_step = step;
   }

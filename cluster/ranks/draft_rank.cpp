@@ -66,6 +66,7 @@ int serve_draft_rank(PeerChannel& channel, LlamaModel& draft, PagedKvCache& cach
     std::vector<DeviceRows> rows;  // on the draft's device, side by side
     for (size_t i = 0; i < proposals.size(); ++i) {
       reply.tokens.push_back(proposals[i].tokens);
+      reply.faults.push_back(proposals[i].fault);  // the session's own: it ends alone
       if (proposals[i].q.empty()) continue;
       q_rows.entries.push_back({requests[i].session,
                                 static_cast<int32_t>(proposals[i].tokens.size())});

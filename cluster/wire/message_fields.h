@@ -50,6 +50,7 @@ void fields(V& v, M& m) {
   v("step", m.step);
   v("tokens", m.tokens);
   v("seconds", m.seconds);
+  v("faults", m.faults);
 }
 
 template <class V, Is<QRows::Entry> M>
@@ -98,6 +99,7 @@ void fields(V& v, M& m) {
   v("token", m.token);
   v("beta_sum", m.beta_sum);
   v("beta_count", m.beta_count);
+  v("fault", m.fault);
 }
 
 template <class V, Is<TargetResult> M>

@@ -110,10 +110,22 @@ void require_non_negative(ByteReader& reader, const char* field, int64_t value) 
   if (value < 0) reader.fail(field, "is " + std::to_string(value) + ", must not be negative");
 }
 
+void check_fault(ByteReader& reader, const char* field, SessionFault fault) {
+  const auto value = static_cast<uint8_t>(fault);
+  if (value > kLastSessionFault) reader.fail(field, "unknown value " + std::to_string(value));
+}
+
 // Messages without relations between their fields.
-void check(ByteReader&, const DraftReply&) {}
 void check(ByteReader&, const Shutdown&) {}
 void check(ByteReader&, const WorkerReady&) {}
+
+void check(ByteReader& reader, const DraftReply& message) {
+  if (message.faults.size() != message.tokens.size()) {
+    reader.fail("faults", std::to_string(message.faults.size()) + " faults for " +
+                              std::to_string(message.tokens.size()) + " proposals");
+  }
+  for (SessionFault fault : message.faults) check_fault(reader, "faults", fault);
+}
 
 void check(ByteReader& reader, const DraftStep& message) {
   for (const DraftStep::Entry& entry : message.entries) {
@@ -171,6 +183,7 @@ void check(ByteReader& reader, const TargetResult& message) {
   for (const TargetResult::Outcome& outcome : message.outcomes) {
     require_non_negative(reader, "outcomes.accepted", outcome.accepted);
     require_non_negative(reader, "outcomes.beta_count", outcome.beta_count);
+    check_fault(reader, "outcomes.fault", outcome.fault);
   }
 }
 

@@ -36,12 +36,14 @@ namespace tandem::wire {
 
 using tandem::QRows;
 using tandem::QSource;
+using tandem::SessionFault;
 using tandem::TargetResult;
 using tandem::TargetStep;
 
 // 2: TargetStep sequences name their QRows; 3: TargetStep carries truncations;
-// 4: QRows carries row counts, the rows follow apart; no inline q rows
-constexpr uint16_t kFormatVersion = 4;
+// 4: QRows carries row counts, the rows follow apart; no inline q rows;
+// 5: DraftReply and TargetResult carry each session's own fault
+constexpr uint16_t kFormatVersion = 5;
 
 enum class MessageType : uint16_t {
   draft_step = 1,
@@ -77,6 +79,9 @@ struct DraftReply {
   uint64_t step = 0;
   std::vector<std::vector<int32_t>> tokens;  // per DraftStep entry, x_1..x_γ'
   double seconds = 0;                        // the draft rank's propose() time
+  // Per DraftStep entry: the session's own fault (none, or why it has no
+  // tokens), which ends that session alone on the coordinator.
+  std::vector<SessionFault> faults;
 };
 
 struct Shutdown {

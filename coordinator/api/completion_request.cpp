@@ -3,7 +3,6 @@
 #include <cmath>
 #include <limits>
 
-#include "coordinator/api/json_depth.h"
 #include "coordinator/api/json_fields.h"
 
 namespace tandem::api {
@@ -19,38 +18,6 @@ ApiError not_supported(std::string_view field, std::string_view what_instead) {
   return invalid_value(field, "this parameter is not supported by this server. " +
                                   std::string(what_instead));
 }
-
-// nlohmann's messages start with "[json.exception.parse_error.101] "; the
-// client needs the part after it (position and reason), not our library's name.
-std::string without_library_prefix(const std::string& what) {
-  const std::size_t end = what.find("] ");
-  return end == std::string::npos ? what : what.substr(end + 2);
-}
-
-}  // namespace
-
-Json parse_request_body(std::string_view body) {
-  // Before the parser: see json_depth.h for why.
-  if (const auto at = find_nesting_beyond(body, kMaxJsonDepth)) {
-    throw invalid_request(std::nullopt,
-                          "The request body nests arrays or objects deeper than " +
-                              std::to_string(kMaxJsonDepth) + " levels (at byte " +
-                              std::to_string(*at) + "). A completion request needs 3, a chat request "
-                              "about 6 plus its tools' parameter schemas.");
-  }
-  try {
-    return Json::parse(body.begin(), body.end());
-  } catch (const Json::exception& error) {
-    // parse_error (syntax, invalid UTF-8, bad escapes) and out_of_range
-    // (a number such as 1e400 that no double holds) both land here.
-    throw invalid_request(std::nullopt,
-                          "We could not parse the JSON body of your request: " +
-                              without_library_prefix(error.what()) +
-                              ". The body must be one JSON object.");
-  }
-}
-
-namespace {
 
 std::string read_text_prompt(const Json& value) {
   const std::string& text = read_string(value, "prompt");
@@ -136,12 +103,17 @@ void read_max_tokens(const Json& value, const RequestLimits& limits, CompletionR
   request.max_tokens = static_cast<int>(read_integer(value, "max_tokens", 1, limits.max_tokens_limit));
 }
 
+// temperature and top_p are checked again as the engine's floats: 1e-300
+// is in range as a double but 0 as a float (greedy, or a top_p the engine
+// refuses), so it is refused here, naming the field.
 void read_temperature(const Json& value, const RequestLimits&, CompletionRequest& request) {
   request.temperature = read_number_in(value, "temperature", 0.0, true, 2.0);
+  as_engine_float(request.temperature, value, "temperature");
 }
 
 void read_top_p(const Json& value, const RequestLimits&, CompletionRequest& request) {
   request.top_p = read_number_in(value, "top_p", 0.0, false, 1.0);
+  as_engine_float(request.top_p, value, "top_p");
 }
 
 void read_top_k(const Json& value, const RequestLimits&, CompletionRequest& request) {

@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "coordinator/api/api_error.h"
+#include "coordinator/api/json_body.h"  // parse_request_body, for both routes
 #include "coordinator/api/json_fields.h"
 
 namespace tandem::api {
@@ -82,10 +83,6 @@ struct CompletionRequest {
 // message gives the parser's position), 404 code "model_not_found" for a
 // model other than the served one.
 CompletionRequest parse_completion_request(std::string_view body, const RequestLimits& limits);
-
-// The body parsed as JSON after the nesting check (json_depth.h). Throws
-// ApiError 400 with no param, the parser's position in the message.
-Json parse_request_body(std::string_view body);
 
 // A request with the limits' defaults and no prompt.
 CompletionRequest default_request(const RequestLimits& limits);

@@ -95,6 +95,17 @@ int64_t read_integer(const Json& value, std::string_view field, int64_t min, int
   return *integer;
 }
 
+float as_engine_float(double number, const Json& value, std::string_view field) {
+  const float engine = static_cast<float>(number);
+  if (!std::isfinite(engine) || (engine == 0.0f && number != 0.0)) {
+    throw invalid_value(field, describe_number(value) + " is " +
+                                   (std::isfinite(engine) ? "0" : "infinite") +
+                                   " as the 32-bit float the engine uses, which is not the value "
+                                   "sent. Send 0 or a number of at least 1e-38.");
+  }
+  return engine;
+}
+
 std::string describe_number(const Json& value) {
   // An integral decimal reads as the integer it is (2, not 2.0), up to where
   // doubles stop holding every integer; beyond that, as nlohmann writes it.

@@ -44,6 +44,12 @@ std::optional<int64_t> exact_integer(const Json& value);
 // An integer in [min, max]; anything outside is a 400 that states the bounds.
 int64_t read_integer(const Json& value, std::string_view field, int64_t min, int64_t max);
 
+// `number` (read from `value`) as the 32-bit float the engine holds it in.
+// A number that is not 0 but becomes 0 as a float (1e-300), or that no
+// float holds (1e300), is a 400 naming the field: the engine would see
+// another value than the one sent.
+float as_engine_float(double number, const Json& value, std::string_view field);
+
 // A number formatted for a message: 2, 2.5, 1e+30 (integral values without ".0").
 std::string describe_number(const Json& value);
 

@@ -89,6 +89,7 @@ int run_speculative(OpenModel& open, Drafter& drafter, SpeculationRequest reques
   const double seconds =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   const SpeculationResult result = engine.take(session);
+  if (result.error) throw *result.error;  // its own fault (non-finite logits): the CLI reports it
   if (stats_wanted) {
     const SpeculationStats& s = result.stats;
     std::fprintf(stderr,

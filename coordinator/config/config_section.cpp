@@ -303,6 +303,26 @@ std::vector<std::int64_t> ConfigSection::integer_list(std::string_view key,
   return values;
 }
 
+std::optional<std::vector<std::string>> ConfigSection::text_list(std::string_view key) const {
+  const Entry* entry = find(key);
+  if (!entry) return std::nullopt;
+  if (!entry->value.IsSequence()) {
+    fail(key, "expected a list of strings such as [a, b], got " + describe_node(entry->value));
+  }
+  std::vector<std::string> values;
+  for (std::size_t i = 0; i < entry->value.size(); ++i) {
+    const YAML::Node element = entry->value[i];
+    const std::string name = std::string(key) + "[" + std::to_string(i) + "]";
+    if (!element.IsScalar() || element.Scalar().empty()) {
+      fail(key, name + ": expected a non-empty string, got " + describe_node(element));
+    }
+    for (const char c : element.Scalar())
+      if (static_cast<unsigned char>(c) < 0x20) fail(key, name + ": must be one line without control characters");
+    values.push_back(element.Scalar());
+  }
+  return values;
+}
+
 double ConfigSection::number(std::string_view key, double fallback, const Interval& allowed) const {
   const YAML::Node* node = require_scalar(key, "a number");
   if (!node) return fallback;

@@ -61,6 +61,9 @@ class ConfigSection {
   std::vector<std::int64_t> integer_list(std::string_view key,
                                          const std::vector<std::int64_t>& fallback,
                                          std::int64_t low, std::int64_t high) const;
+  // A list of one-line, non-empty strings; nullopt when absent. An element's
+  // error names key[index].
+  std::optional<std::vector<std::string>> text_list(std::string_view key) const;
   double number(std::string_view key, double fallback, const Interval& allowed) const;
   std::string text(std::string_view key, const std::string& fallback) const;
   // text() restricted to a set of words.

@@ -4,6 +4,7 @@
 // section, the largest, has a file of its own (speculation_section.cpp).
 #include "coordinator/config/deployment_config.h"
 
+#include <yaml-cpp/eventhandler.h>
 #include <yaml-cpp/yaml.h>
 
 #include <algorithm>
@@ -17,6 +18,7 @@
 #include "coordinator/config/compute_choice.h"
 #include "coordinator/config/config_section.h"
 #include "coordinator/config/speculation_section.h"
+#include "coordinator/config/web_access.h"
 
 namespace tandem {
 namespace {
@@ -31,10 +33,15 @@ const Keys kServerKeys = {"host",
                           "port",
                           "http_threads",
                           "max_body_bytes",
+                          "max_connections",
+                          "idle_timeout_seconds",
+                          "request_read_timeout_seconds",
                           "request_timeout_seconds",
                           "api_key_env",
                           "shutdown_grace_seconds",
-                          "served_model_name"};
+                          "served_model_name",
+                          "allowed_hosts",
+                          "cors_origins"};
 const Keys kModelsKeys = {"target", "draft"};
 const Keys kModelKeys = {"path", "load_format", "shape", "seed", "tokenizer"};
 const Keys kPlacementKeys = {"backend",          "weight_dtype",   "cuda_graphs",
@@ -60,6 +67,35 @@ bool is_env_var_name(const std::string& name) {
   return true;
 }
 
+// server.allowed_hosts and server.cors_origins, each entry in the form the
+// gate compares (web_access.h).
+void read_web_access(const ConfigSection& section, ServerConfig& server) {
+  if (auto hosts = section.text_list("allowed_hosts")) {
+    if (hosts->empty())
+      section.fail("allowed_hosts", "must list at least one host (leave the key out for the default)");
+    for (std::size_t i = 0; i < hosts->size(); ++i) {
+      std::string problem;
+      const auto host = web::allowed_host_entry((*hosts)[i], problem);
+      if (!host) section.fail("allowed_hosts", "allowed_hosts[" + std::to_string(i) + "]: " + problem);
+      (*hosts)[i] = *host;
+    }
+    server.allowed_hosts = std::move(hosts);
+  }
+  server.cors_origins = section.text_list("cors_origins").value_or(std::vector<std::string>{});
+  for (std::size_t i = 0; i < server.cors_origins.size(); ++i) {
+    std::string& origin = server.cors_origins[i];
+    if (origin == web::kAnyEntry) continue;
+    const auto normalized = web::normalized_origin(origin);
+    if (!normalized || origin.ends_with(":")) {
+      section.fail("cors_origins", "cors_origins[" + std::to_string(i) +
+                                       "]: expected an origin as a browser sends it, scheme://host[:port] "
+                                       "without a path (e.g. http://localhost:3000), or \"*\", got \"" +
+                                       origin + "\"");
+    }
+    origin = *normalized;
+  }
+}
+
 ServerConfig read_server(const ConfigSection& section) {
   section.allow_only(kServerKeys);
   ServerConfig server;
@@ -69,6 +105,13 @@ ServerConfig read_server(const ConfigSection& section) {
       static_cast<int>(section.integer("http_threads", server.http_threads, 1, 64));
   server.max_body_bytes =
       section.integer("max_body_bytes", server.max_body_bytes, 1024, std::int64_t{1} << 30);
+  server.max_connections =
+      static_cast<int>(section.integer("max_connections", server.max_connections, 1, 1000000));
+  const Interval timeout_range{.low = 0.001, .high = 86400};
+  server.idle_timeout_seconds =
+      section.number("idle_timeout_seconds", server.idle_timeout_seconds, timeout_range);
+  server.request_read_timeout_seconds = section.number(
+      "request_read_timeout_seconds", server.request_read_timeout_seconds, timeout_range);
   server.request_timeout_seconds =
       section.number("request_timeout_seconds", server.request_timeout_seconds,
                      Interval{.low = 0, .low_open = true});
@@ -85,6 +128,7 @@ ServerConfig read_server(const ConfigSection& section) {
   server.shutdown_grace_seconds =
       section.number("shutdown_grace_seconds", server.shutdown_grace_seconds, Interval{.low = 0});
   server.served_model_name = section.text("served_model_name", server.served_model_name);
+  read_web_access(section, server);
   return server;
 }
 
@@ -252,33 +296,64 @@ void note_lines(const ConfigSection& section, const Keys& keys, ValueOrigins& or
   }
 }
 
+// Where each document of a YAML stream starts (the parser's events).
+class DocumentStarts final : public YAML::EventHandler {
+ public:
+  std::vector<YAML::Mark> starts;
+  void OnDocumentStart(const YAML::Mark& mark) override { starts.push_back(mark); }
+  void OnDocumentEnd() override {}
+  void OnNull(const YAML::Mark&, YAML::anchor_t) override {}
+  void OnAlias(const YAML::Mark&, YAML::anchor_t) override {}
+  void OnScalar(const YAML::Mark&, const std::string&, YAML::anchor_t, const std::string&) override {}
+  void OnSequenceStart(const YAML::Mark&, const std::string&, YAML::anchor_t,
+                       YAML::EmitterStyle::value) override {}
+  void OnSequenceEnd() override {}
+  void OnMapStart(const YAML::Mark&, const std::string&, YAML::anchor_t,
+                  YAML::EmitterStyle::value) override {}
+  void OnMapEnd() override {}
+};
+
 // The one document of a deployment file; syntax errors keep their line.
+// Documents are counted by hand, two at most, not with YAML::LoadAll: on
+// some malformed text (",|") yaml-cpp 0.7's parser hands out the same empty
+// document forever without moving on, and LoadAll collects them until
+// memory runs out.
 YAML::Node parse_document(const std::string& text, const std::string& source) {
-  std::vector<YAML::Node> documents;
+  DocumentStarts documents;
+  YAML::Node root;
   try {
-    documents = YAML::LoadAll(text);
+    std::istringstream stream(text);
+    YAML::Parser parser(stream);
+    while (documents.starts.size() < 2 && parser.HandleNextDocument(documents)) {
+    }
+    root = YAML::Load(text);
   } catch (const YAML::Exception& error) {
     throw Error(ErrorKind::invalid_argument,
                 config::located(source, error.mark.is_null() ? 0 : error.mark.line + 1,
                                 "YAML syntax error: " + error.msg));
   }
-  if (documents.empty() || (documents.size() == 1 && documents[0].IsNull())) {
+  const std::vector<YAML::Mark>& starts = documents.starts;
+  if (starts.size() == 2 && starts[1].pos == starts[0].pos) {
+    throw Error(ErrorKind::invalid_argument,
+                config::located(source, starts[0].line + 1,
+                                "YAML syntax error: the parser cannot read on from here"));
+  }
+  if (starts.size() == 2) {
+    // The second document's mark is its first key; point at the --- above it.
+    int line = starts[1].line;
+    while (line > 0 && !config::line_of_text(text, line).starts_with("---")) --line;
+    throw Error(ErrorKind::invalid_argument,
+                config::located(source, line + 1,
+                                "a deployment file holds one YAML document, found more "
+                                "(remove the extra ---)"));
+  }
+  if (root.IsNull()) {
     throw Error(ErrorKind::invalid_argument,
                 source +
                     ": the file is empty; a deployment needs at least models.target.path "
                     "(see configs/README.md and configs/local.yaml)");
   }
-  if (documents.size() > 1) {
-    // The second document's own mark is its first key; point at the --- above it.
-    const YAML::Mark second = documents[1].Mark();
-    int line = second.is_null() ? -1 : second.line;
-    while (line > 0 && !config::line_of_text(text, line).starts_with("---")) --line;
-    throw Error(ErrorKind::invalid_argument,
-                config::located(source, line + 1,
-                                "a deployment file holds one YAML document, found " +
-                                    std::to_string(documents.size()) + " (remove the extra ---)"));
-  }
-  return documents[0];
+  return root;
 }
 
 }  // namespace

@@ -31,10 +31,21 @@ struct ServerConfig {
   int port = 8080;  // 0: the OS picks a free port
   int http_threads = 2;
   std::int64_t max_body_bytes = 1 << 20;
+  // Connections (coordinator/http/http_server.h): at most this many open,
+  // idle keep-alive ones closed after idle_timeout_seconds, a request's
+  // header and body due within request_read_timeout_seconds (else 408).
+  int max_connections = 512;
+  double idle_timeout_seconds = 15;
+  double request_read_timeout_seconds = 30;
   double request_timeout_seconds = 600;  // a request's deadline, from arrival
   std::string api_key_env;               // NAME of the variable holding the key; "" = no auth
   double shutdown_grace_seconds = 10;    // how long running requests may finish on SIGTERM
   std::string served_model_name = "tandem";
+  // Who may call from where (web_access.h): Host headers answered (nullopt:
+  // the bind address and the loopback names), and the browser origins other
+  // than the server's own allowed to call it ("*": any).
+  std::optional<std::vector<std::string>> allowed_hosts;
+  std::vector<std::string> cors_origins;
 };
 
 enum class LoadFormat { safetensors, dummy };

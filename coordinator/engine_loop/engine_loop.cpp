@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "common/error.h"
+#include "common/log_line.h"
 #include "coordinator/api/stop_matcher.h"
 
 namespace tandem {
@@ -22,10 +23,29 @@ std::string finish_reason_text(FinishReason reason) {
       return "length";
     case FinishReason::cancelled:
       return "cancelled";
+    case FinishReason::failed:
+      return "error";
     case FinishReason::running:
       break;
   }
   return "unknown";
+}
+
+// The engine's error for one request as its client gets it. The engine's
+// messages for a refused value start with the field's name ("top_p: ..."),
+// which becomes the error's param.
+api::ApiError request_error(const Error& error) {
+  api::ApiError reply = api::api_error_from(error);
+  if (reply.status != 400) return reply;
+  const std::string_view message = error.what();
+  const size_t colon = message.find(": ");
+  const std::string_view field = message.substr(0, colon);
+  const bool is_field = colon != std::string_view::npos && !field.empty() &&
+                        std::all_of(field.begin(), field.end(), [](char c) {
+                          return (c >= 'a' && c <= 'z') || c == '_' || c == '.';
+                        });
+  if (is_field) reply.param = std::string(field);
+  return reply;
 }
 
 }  // namespace
@@ -110,19 +130,10 @@ void EngineLoop::run() {
     try {
       engine_.step();
     } catch (const Error& error) {
-      // A failed step leaves no session in a state we can trust: end them
-      // all. A lost rank is the server's end (503, and the owner is told);
-      // anything else is a bug, and new requests are still served.
-      if (error.kind() != ErrorKind::unavailable) {
-        end_all("error", api::internal(std::string("engine step failed: ") + error.what()));
-        continue;
-      }
-      end_all("error", api::unavailable(error.what()));
-      if (options_.on_lost && !lost_reported_) options_.on_lost(error.what());
-      lost_reported_ = true;
+      fail_step(error.what(), error.kind() == ErrorKind::unavailable);
       continue;
     } catch (const std::exception& error) {
-      end_all("error", api::internal(std::string("engine step failed: ") + error.what()));
+      fail_step(error.what(), false);
       continue;
     }
     record_step();
@@ -130,6 +141,23 @@ void EngineLoop::run() {
     publish_progress();
     update_gauges();
   }
+}
+
+void EngineLoop::fail_step(const std::string& what, bool lost) {
+  // A request's own faults end it alone inside the step (the engine's
+  // SessionFault), so a step that throws failed for everyone: no session
+  // is left in a state we can trust. A lost rank is the server's end (503,
+  // and the owner is told); anything else is a bug, and new requests are
+  // still served.
+  log_line(*options_.log, "engine step failed, ending all ", active_.size(),
+           " requests in flight: ", what);
+  if (!lost) {
+    end_all("error", api::internal("engine step failed: " + what));
+    return;
+  }
+  end_all("error", api::unavailable(what));
+  if (options_.on_lost && !lost_reported_) options_.on_lost(what);
+  lost_reported_ = true;
 }
 
 void EngineLoop::end_all(const std::string& finish_reason, const api::ApiError& error) {
@@ -150,7 +178,7 @@ void EngineLoop::admit(std::deque<CompletionJob>& jobs) {
       // (its message names the field) is reported the same way.
       CompletionEnd end;
       end.finish_reason = "error";
-      end.error = api::api_error_from(error);
+      end.error = request_error(error);
       job.stream->finish(std::move(end));
       in_flight_.fetch_sub(1);
     }
@@ -179,29 +207,58 @@ void EngineLoop::publish_progress() {
   for (auto it = active_.begin(); it != active_.end();) {
     Active& active = *it->second;
     const SessionKey key = it->first;
-    ++it;
-    const std::vector<int32_t>& tokens = engine_.output(key);
-    if (tokens.size() > active.tokens_sent && !active.first_token) {
-      active.first_token = now;
-      metrics_.time_to_first_token.observe(seconds_between(active.job.received, now));
-    }
-    std::string text;
-    for (size_t i = active.tokens_sent; i < tokens.size(); ++i) text += active.decoder.push(tokens[i]);
-    active.tokens_sent = tokens.size();
-    api::StopMatcher::Result matched = active.stops.push(text);
-    active.job.stream->publish(std::move(matched.emit));
-    if (matched.stopped) {
-      const SpeculationResult taken = engine_.take(key);
-      end(key, active, taken.stats, "stop");
-    } else if (engine_.finished(key)) {
-      const SpeculationResult result = engine_.take(key);
-      api::StopMatcher::Result last = active.stops.push(active.decoder.flush());
-      std::string tail = std::move(last.emit);
-      if (!last.stopped) tail += active.stops.flush();
-      active.job.stream->publish(std::move(tail));
-      end(key, active, result.stats, last.stopped ? "stop" : finish_reason_text(result.finish));
+    ++it;  // publish() may end it
+    try {
+      publish(key, active, now);
+    } catch (const std::exception& error) {
+      // Its own text (decoding its tokens, matching its stop strings) failed:
+      // it ends alone.
+      if (!active_.count(key)) continue;  // it had ended already
+      SpeculationStats stats;
+      try {
+        stats = engine_.take(key).stats;
+      } catch (const Error&) {
+        // The engine had let go of it already.
+      }
+      end(key, active, stats, "error",
+          api::internal(std::string("this request's output could not be turned into text: ") +
+                        error.what()));
     }
   }
+}
+
+void EngineLoop::publish(SessionKey key, Active& active, SteadyClock::time_point now) {
+  // The text work (which may throw) comes before the engine lets go of the
+  // session, so that a throw leaves it there for publish_progress to end.
+  const std::vector<int32_t>& tokens = engine_.output(key);
+  if (tokens.size() > active.tokens_sent && !active.first_token) {
+    active.first_token = now;
+    metrics_.time_to_first_token.observe(seconds_between(active.job.received, now));
+  }
+  std::string text;
+  for (size_t i = active.tokens_sent; i < tokens.size(); ++i) text += active.decoder.push(tokens[i]);
+  active.tokens_sent = tokens.size();
+  api::StopMatcher::Result matched = active.stops.push(text);
+  active.job.stream->publish(std::move(matched.emit));
+  if (matched.stopped) {
+    const SpeculationResult taken = engine_.take(key);
+    end(key, active, taken.stats, "stop");
+    return;
+  }
+  if (!engine_.finished(key)) return;
+  if (engine_.finish_reason(key) == FinishReason::failed) {  // its own fault, found in the step
+    const SpeculationResult result = engine_.take(key);
+    end(key, active, result.stats, "error",
+        result.error ? request_error(*result.error)
+                     : api::internal("the engine ended this request with no reason"));
+    return;
+  }
+  api::StopMatcher::Result last = active.stops.push(active.decoder.flush());
+  std::string tail = std::move(last.emit);
+  if (!last.stopped) tail += active.stops.flush();
+  const SpeculationResult result = engine_.take(key);
+  active.job.stream->publish(std::move(tail));
+  end(key, active, result.stats, last.stopped ? "stop" : finish_reason_text(result.finish));
 }
 
 void EngineLoop::end(SessionKey key, Active& active, const SpeculationStats& stats,

@@ -12,12 +12,19 @@
 // tokens into text (stop strings applied here, on text), publish it to each
 // job's CompletionStream, and update the metrics. When nothing is running it
 // sleeps until a job arrives.
+//
+// Failures are attributed: what belongs to one request (a value the engine
+// refuses when it is added, its own fault inside a step, its text that
+// cannot be decoded or matched) ends that request alone with an error
+// naming the cause; only a step that throws (the backend, a lost rank)
+// ends every request in flight, and is logged.
 #pragma once
 
 #include <chrono>
 #include <condition_variable>
 #include <deque>
 #include <functional>
+#include <iostream>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -52,6 +59,10 @@ struct EngineLoopOptions {
   // Called once, from the engine thread, when a step fails because another
   // rank of the job is lost (Error(unavailable)); its requests end with 503.
   std::function<void(const std::string& why)> on_lost;
+  // Where a failed step is logged (the server's log). A request's own fault
+  // ends it alone and is its client's to read; only a step that fails for
+  // everyone is logged.
+  std::ostream* log = &std::cerr;
 };
 
 class EngineLoop {
@@ -86,6 +97,10 @@ class EngineLoop {
   void end(SessionKey key, Active& active, const SpeculationStats& stats,
            const std::string& finish_reason, std::optional<api::ApiError> error = std::nullopt);
   void end_all(const std::string& finish_reason, const api::ApiError& error);
+  // The step threw: every request ends with an error (503 for a lost rank).
+  void fail_step(const std::string& what, bool lost);
+  // One session's new text published, and its end when it ended.
+  void publish(SessionKey key, Active& active, SteadyClock::time_point now);
   void record_step();
   void update_gauges();
 

@@ -1,5 +1,7 @@
 #include "coordinator/http/exchange.h"
 
+#include <netinet/in.h>
+#include <netinet/tcp.h>
 #include <sys/socket.h>
 
 #include <boost/asio/redirect_error.hpp>
@@ -9,8 +11,19 @@
 namespace tandem::http {
 
 namespace {
+
 constexpr std::string_view kServerName = "tandem";
+
+// Whether the kernel has seen the peer reset the connection. After an end of
+// stream recv() reports 0 even once a reset followed, but TCP_INFO's state
+// moves from CLOSE_WAIT to CLOSE.
+bool connection_reset(int fd) {
+  tcp_info info{};
+  socklen_t size = sizeof info;
+  return getsockopt(fd, IPPROTO_TCP, TCP_INFO, &info, &size) == 0 && info.tcpi_state == TCP_CLOSE;
 }
+
+}  // namespace
 
 std::string_view Exchange::path() const {
   std::string_view target(request_.target().data(), request_.target().size());
@@ -27,7 +40,8 @@ Response make_response(const Request& request, bhttp::status status, std::string
 
 asio::awaitable<void> Exchange::respond(Response response) {
   response.set(bhttp::field::server, kServerName);
-  keep_alive_ = keep_alive_ && request_.keep_alive() && response.keep_alive();
+  for (const auto& field : extra_headers_) response.set(field.name(), field.value());
+  keep_alive_ = keep_alive_ && request_.keep_alive() && response.keep_alive() && !draining();
   response.keep_alive(keep_alive_);
   response.prepare_payload();
   status_ = static_cast<int>(response.result_int());
@@ -41,7 +55,8 @@ asio::awaitable<bool> Exchange::begin_stream() {
   header.set(bhttp::field::server, kServerName);
   header.set(bhttp::field::content_type, "text/event-stream");
   header.set(bhttp::field::cache_control, "no-cache");
-  keep_alive_ = keep_alive_ && request_.keep_alive();
+  for (const auto& field : extra_headers_) header.set(field.name(), field.value());
+  keep_alive_ = keep_alive_ && request_.keep_alive() && !draining();
   header.keep_alive(keep_alive_);
   header.chunked(true);
   status_ = 200;
@@ -69,12 +84,32 @@ asio::awaitable<void> Exchange::end_stream() {
 }
 
 bool Exchange::peer_closed() {
+  if (gone_) return true;
   char byte;
   const auto fd = stream_.socket().native_handle();
   const ssize_t got = ::recv(fd, &byte, 1, MSG_PEEK | MSG_DONTWAIT);
   if (got > 0) return false;  // the client sent more (a pipelined request): still there
-  if (got == 0) return true;  // orderly shutdown
-  return errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR;
+  if (got < 0) {
+    gone_ = errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR;  // a reset
+    return gone_;
+  }
+  // End of stream: the client shut down its sending side. It may have closed
+  // the whole socket, or only that half (shutdown(SHUT_WR) after a complete
+  // request) and still read. A byte written tells them apart: a closed socket
+  // answers it with a reset, seen at the next look. Once the response
+  // has begun its own writes do that; before, an interim "100 Continue",
+  // which an HTTP/1.1 client must accept before any response. HTTP/1.0
+  // allows no interim response: there, end of stream counts as gone.
+  if (connection_reset(fd)) return gone_ = true;
+  if (status_ != 0) return false;
+  if (request_.version() < 11) return gone_ = true;
+  if (!probed_) {
+    probed_ = true;
+    constexpr std::string_view kInterim = "HTTP/1.1 100 Continue\r\n\r\n";
+    if (::send(fd, kInterim.data(), kInterim.size(), MSG_DONTWAIT | MSG_NOSIGNAL) < 0)
+      return gone_ = true;
+  }
+  return false;
 }
 
 }  // namespace tandem::http

@@ -55,6 +55,11 @@ ServerMetrics::ServerMetrics()
       e2e_request_latency(registry.histogram(prefixed("e2e_request_latency_seconds"),
                                              "Time from a request's arrival to its last token.",
                                              kRequestLatencyBounds)),
+      open_connections(registry.gauge(prefixed("http_open_connections"),
+                                      "HTTP connections open now.")),
+      refused_connections(registry.counter(
+          prefixed("http_refused_connections_total"),
+          "HTTP connections answered 503 and closed because server.max_connections were open.")),
       num_requests_waiting(registry.gauge(prefixed("num_requests_waiting"),
                                           "Requests queued, not yet admitted to a batch.")),
       num_requests_running(registry.gauge(prefixed("num_requests_running"),

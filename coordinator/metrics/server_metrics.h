@@ -46,6 +46,8 @@ struct ServerMetrics {
   Histogram& time_to_first_token;  // tandem_time_to_first_token_seconds
   Histogram& time_per_output_token;  // tandem_time_per_output_token_seconds
   Histogram& e2e_request_latency;  // tandem_e2e_request_latency_seconds
+  Gauge& open_connections;         // tandem_http_open_connections
+  Counter& refused_connections;    // tandem_http_refused_connections_total: over server.max_connections
 
   // Scheduler and KV cache.
   Gauge& num_requests_waiting;        // tandem_num_requests_waiting

@@ -1,34 +1,33 @@
 #include "coordinator/server/api_service.h"
 
-#include <array>
 #include <chrono>
 
 #include "coordinator/api/completion_response.h"
 #include "coordinator/metrics/exposition_format.h"
+#include "coordinator/server/routes.h"
 
 namespace tandem {
 namespace {
 
 namespace bhttp = boost::beast::http;
 
-struct Route {
-  std::string_view path;
-  bhttp::verb method;
-};
-constexpr std::array kRoutes = {
-    Route{"/v1/completions", bhttp::verb::post}, Route{"/v1/chat/completions", bhttp::verb::post},
-    Route{"/v1/models", bhttp::verb::get},
-    Route{"/health", bhttp::verb::get},          Route{"/ready", bhttp::verb::get},
-    Route{"/metrics", bhttp::verb::get},
-};
-
-// Constant-time comparison, so the key cannot be guessed byte by byte from timing.
-bool same_secret(std::string_view given, std::string_view expected) {
-  if (given.size() != expected.size()) return false;  // the length is not the secret
-  unsigned char difference = 0;
-  for (size_t i = 0; i < given.size(); ++i)
-    difference |= static_cast<unsigned char>(given[i] ^ expected[i]);
-  return difference == 0;
+// Checks 3 to 5 of request_gate.h, for a caller that passed 1 and 2.
+std::optional<api::ApiError> route_refusal(const http::Request& request, std::string_view path,
+                                           const Route* route, const std::optional<std::string>& api_key) {
+  if (!route) {
+    return api::not_found("no route " + std::string(path) +
+                          " (routes: POST /v1/completions, POST /v1/chat/completions, GET /v1/models, /health, "
+                          "/ready, /metrics)");
+  }
+  if (request.method() != route->method) {
+    return api::method_not_allowed(std::string(path) + " accepts only " +
+                                   std::string(bhttp::to_string(route->method)));
+  }
+  if (path.starts_with("/v1/") && api_key) {
+    if (auto refusal = gate::refuse_credentials(request, *api_key)) return refusal;
+  }
+  if (route->method == bhttp::verb::post) return gate::refuse_body_type(request);
+  return std::nullopt;
 }
 
 }  // namespace
@@ -56,15 +55,6 @@ void ApiService::attach(EngineLoop& engine_loop, Tokenizer tokenizer, const Mode
   engine_loop_.store(&engine_loop);
 }
 
-bool ApiService::authorized(const http::Request& request) const {
-  if (!settings_.api_key) return true;
-  const auto header = request[bhttp::field::authorization];
-  const std::string_view value(header.data(), header.size());
-  constexpr std::string_view kBearer = "Bearer ";
-  if (value.size() <= kBearer.size() || value.substr(0, kBearer.size()) != kBearer) return false;
-  return same_secret(value.substr(kBearer.size()), *settings_.api_key);
-}
-
 http::Response ApiService::metrics_response(const http::Request& request) {
   return http::make_response(request, bhttp::status::ok, metrics_.render(),
                              metrics::kContentType);
@@ -74,27 +64,26 @@ boost::asio::awaitable<void> ApiService::handle(http::Exchange& exchange) {
   const http::Request& request = exchange.request();
   const std::string_view path = exchange.path();
 
-  const Route* route = nullptr;
-  for (const Route& candidate : kRoutes)
-    if (candidate.path == path) route = &candidate;
+  const Route* route = find_route(path);
 
-  std::optional<api::ApiError> refusal;
-  if (!route) {
-    refusal = api::not_found("no route " + std::string(path) +
-                             " (routes: POST /v1/completions, POST /v1/chat/completions, GET /v1/models, /health, /ready, "
-                             "/metrics)");
-  } else if (request.method() != route->method) {
-    refusal = api::method_not_allowed(std::string(path) + " accepts only " +
-                                      std::string(bhttp::to_string(route->method)));
-  } else if (path.starts_with("/v1/") && !authorized(request)) {
-    refusal = api::unauthorized(
-        "missing or wrong API key: send the header `Authorization: Bearer <key>`");
+  // The checks in request_gate.h's order; the first refusal is the answer.
+  std::optional<api::ApiError> refusal = gate::refuse_caller(request, settings_.access);
+  if (!refusal && gate::is_cross_origin(request)) {  // a listed origin: the browser may read the answer
+    const auto origin = request[bhttp::field::origin];
+    exchange.add_response_header(bhttp::field::access_control_allow_origin,
+                                 std::string_view(origin.data(), origin.size()));
+    exchange.add_response_header(bhttp::field::vary, "Origin");
   }
+  const bool preflight = !refusal && route && request.method() == bhttp::verb::options;
+  if (!refusal && !preflight) refusal = route_refusal(request, path, route, settings_.api_key);
 
   if (refusal) {
     http::Response response = error_response(request, *refusal);
-    if (refusal->status == 405) response.set(bhttp::field::allow, bhttp::to_string(route->method));
+    if (refusal->status == 405)
+      response.set(bhttp::field::allow, std::string(bhttp::to_string(route->method)) + ", OPTIONS");
     co_await exchange.respond(std::move(response));
+  } else if (preflight) {
+    co_await exchange.respond(gate::preflight_response(request, bhttp::to_string(route->method)));
   } else if (path == "/v1/completions") {
     co_await complete(exchange);
   } else if (path == "/v1/chat/completions") {

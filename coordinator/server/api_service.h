@@ -8,8 +8,9 @@
 //   GET  /ready            readiness: models loaded and not shutting down
 //   GET  /metrics          Prometheus text format
 //
-// Errors are OpenAI-shaped JSON. When an API key is configured, /v1/* needs
-// `Authorization: Bearer <key>`. The service starts "loading" (so /health
+// Errors are OpenAI-shaped JSON. Before any route runs, request_gate.h's
+// checks: the Host header, a browser's Origin, the API key when one is
+// configured (/v1/* needs `Authorization: Bearer <key>`), a JSON body type. The service starts "loading" (so /health
 // answers while checkpoints load), becomes ready once attach() hands it the
 // engine loop, and refuses new completions with 503 once draining.
 #pragma once
@@ -26,6 +27,7 @@
 #include "coordinator/http/exchange.h"
 #include "coordinator/metrics/server_metrics.h"
 #include "coordinator/server/job_flow.h"
+#include "coordinator/server/request_gate.h"
 #include "coordinator/engine_loop/engine_loop.h"
 #include "workers/speculation/gamma_policy.h"
 
@@ -36,6 +38,9 @@ using metrics::ServerMetrics;
 // What the routes learn from the loaded target model.
 struct ModelFacts {
   int context_length = 0;          // tokens
+  // Positions the target's KV cache holds (scheduler.kv_blocks × block_size):
+  // a request needs prompt + max_tokens - 1 of them even alone. 0: unknown.
+  int kv_positions = 0;
   int vocab_size = 0;
   std::vector<int32_t> stop_ids;   // end-of-sequence ids: generation stops after one
 };
@@ -44,6 +49,7 @@ struct ModelFacts {
 struct ServiceSettings {
   std::string served_model_name = "tandem";
   std::optional<std::string> api_key;  // required bearer token, if any
+  gate::Access access;                 // the Host and Origin headers answered
   api::RequestLimits limits;
   std::chrono::milliseconds request_timeout{600'000};
   int max_prompt_tokens = 0;  // 0: the context length - 1
@@ -76,9 +82,12 @@ class ApiService {
   // A completion request's prompt as ids (text tokenized with BOS as the
   // tokenizer's template says).
   std::vector<int32_t> prompt_tokens(const api::CompletionRequest& request) const;
+  // The most tokens (prompt and output) one request can ever hold: the
+  // context, or fewer when the KV cache holds fewer.
+  int request_token_limit() const;
   // The job for a parsed request and its prompt, or throws ApiError naming
-  // the field (the prompt or max_tokens beyond the context, a drafter not
-  // deployed).
+  // the field (the prompt or max_tokens beyond the context or beyond what
+  // the KV cache can ever hold, a drafter not deployed).
   CompletionJob make_job(const api::CompletionRequest& request, std::vector<int32_t> prompt) const;
   // Answers `rejection` when there is one; else hands `job` to the engine
   // loop. nullopt when the request has had its answer (a rejection, 429).
@@ -87,7 +96,6 @@ class ApiService {
                                                           const std::optional<api::ApiError>& rejection,
                                                           CompletionJob& job);
   http::Response metrics_response(const http::Request& request);
-  bool authorized(const http::Request& request) const;
 
   ServiceSettings settings_;
   ModelFacts model_;  // set by attach(), before engine_loop_ (release/acquire)

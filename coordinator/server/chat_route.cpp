@@ -54,9 +54,10 @@ asio::awaitable<void> ApiService::chat(http::Exchange& exchange) {
       std::vector<int32_t> prompt = tokenizer_->encode(rendered, /*add_special=*/false);
       if (prompt.empty())
         throw api::invalid_request("messages", "the messages render to no tokens");
-      // No max_tokens: as far as the context goes (OpenAI's chat default).
+      // No max_tokens: as far as the context goes (OpenAI's chat default),
+      // or the KV cache where it holds less.
       if (!request.max_tokens_given) {
-        const int room = model_.context_length - static_cast<int>(prompt.size());
+        const int room = request_token_limit() - static_cast<int>(prompt.size());
         request.sampling.max_tokens = std::max(1, std::min(settings_.limits.max_tokens_limit, room));
       }
       job = make_job(request.sampling, std::move(prompt));
@@ -64,6 +65,8 @@ asio::awaitable<void> ApiService::chat(http::Exchange& exchange) {
       rejection = error;
       // The context check names max_tokens; the client may have said max_completion_tokens.
       if (rejection->param == "max_tokens") rejection->param = request.max_tokens_field;
+      // The prompt a chat request sends is its messages.
+      if (rejection->param == "prompt") rejection->param = "messages";
     } catch (const Error& error) {
       rejection = api::invalid_request(std::nullopt, error.what());
     }

@@ -43,6 +43,11 @@ api::ApiError context_exceeded(std::string param, std::string message) {
 
 }  // namespace
 
+int ApiService::request_token_limit() const {
+  if (model_.kv_positions <= 0) return model_.context_length;
+  return static_cast<int>(std::min<int64_t>(model_.context_length, int64_t{model_.kv_positions} + 1));
+}
+
 std::vector<int32_t> ApiService::prompt_tokens(const api::CompletionRequest& request) const {
   if (const auto* text = std::get_if<std::string>(&request.prompt)) {
     std::vector<int32_t> ids = tokenizer_->encode(*text, /*add_special=*/true);
@@ -72,11 +77,33 @@ CompletionJob ApiService::make_job(const api::CompletionRequest& request,
                           std::to_string(request.max_tokens) + ") exceed the model's context of " +
                           std::to_string(model_.context_length) + " tokens");
   }
+  // The KV cache holds a request's tokens but the last (never fed): one that
+  // cannot fit even alone is refused here, never cut short.
+  if (model_.kv_positions > 0 &&
+      int64_t{prompt_tokens} + request.max_tokens - 1 > model_.kv_positions) {
+    const bool prompt_alone = prompt_tokens > model_.kv_positions;
+    throw api::invalid_request(
+        prompt_alone ? "prompt" : "max_tokens",
+        "the prompt (" + std::to_string(prompt_tokens) + " tokens) and max_tokens (" +
+            std::to_string(request.max_tokens) + ") need " +
+            std::to_string(int64_t{prompt_tokens} + request.max_tokens - 1) +
+            " positions of the KV cache, which holds " + std::to_string(model_.kv_positions) +
+            " even with no other request in flight (scheduler.kv_blocks × scheduler.block_size)" +
+            (prompt_alone ? ": shorten the prompt"
+                          : ": ask for at most " +
+                                std::to_string(model_.kv_positions + 1 - prompt_tokens) +
+                                " tokens") +
+            ", or raise scheduler.kv_blocks");
+  }
   engine_request.max_new_tokens = request.max_tokens;
   engine_request.sampling.temperature = static_cast<float>(request.temperature);
   engine_request.sampling.top_p = static_cast<float>(request.top_p);
   engine_request.sampling.top_k = request.top_k;
   engine_request.sampling.seed = request.seed.value_or(random_seed());
+  // As the engine's types (the routes' readers checked each field; this
+  // covers the deployment's defaults too): the engine would refuse it.
+  if (const std::optional<SamplingProblem> problem = find_sampling_problem(engine_request.sampling))
+    throw api::invalid_request(problem->field, "Invalid '" + problem->field + "': " + problem->message);
   if (!request.ignore_eos) engine_request.stop_ids = model_.stop_ids;
   engine_request.lenience = settings_.lenience;
 

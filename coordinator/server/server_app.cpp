@@ -13,6 +13,7 @@
 
 #include "common/error.h"
 #include "common/log_line.h"
+#include "coordinator/config/web_access.h"
 #include "coordinator/http/http_server.h"
 #include "coordinator/metrics/server_metrics.h"
 #include "coordinator/engine_loop/engine_loop.h"
@@ -24,6 +25,10 @@ namespace {
 
 using namespace std::chrono_literals;
 
+std::chrono::milliseconds seconds_to_ms(double seconds) {
+  return std::chrono::milliseconds(static_cast<int64_t>(seconds * 1000));
+}
+
 ServiceSettings service_settings(const DeploymentConfig& config) {
   ServiceSettings settings;
   settings.served_model_name = config.server.served_model_name;
@@ -34,6 +39,9 @@ ServiceSettings service_settings(const DeploymentConfig& config) {
                 ", but that environment variable is unset or empty");
     settings.api_key = key;
   }
+  settings.access.allowed_hosts =
+      config.server.allowed_hosts.value_or(web::default_allowed_hosts(config.server.host));
+  settings.access.cors_origins = config.server.cors_origins;
   api::RequestLimits& limits = settings.limits;
   limits.default_max_tokens = config.sampling.max_tokens;
   limits.default_temperature = config.sampling.temperature;
@@ -42,8 +50,7 @@ ServiceSettings service_settings(const DeploymentConfig& config) {
   limits.max_tokens_limit = config.limits.max_tokens;
   limits.max_stop_sequences = config.limits.max_stop_sequences;
   limits.served_model_name = config.server.served_model_name;
-  settings.request_timeout = std::chrono::milliseconds(
-      static_cast<int64_t>(config.server.request_timeout_seconds * 1000));
+  settings.request_timeout = seconds_to_ms(config.server.request_timeout_seconds);
   settings.max_prompt_tokens = config.limits.max_prompt_tokens;
   settings.gamma.automatic = config.speculation.gamma_auto;
   settings.gamma.gamma = config.speculation.gamma_auto ? config.speculation.max_gamma
@@ -55,9 +62,11 @@ ServiceSettings service_settings(const DeploymentConfig& config) {
   return settings;
 }
 
-ModelFacts model_facts(const ModelConfig& target, const Tokenizer& tokenizer) {
+ModelFacts model_facts(const ModelConfig& target, const PagedKvCache& target_cache,
+                       const Tokenizer& tokenizer) {
   ModelFacts facts;
   facts.context_length = target.max_position_embeddings;
+  facts.kv_positions = target_cache.num_blocks() * target_cache.block_size();
   facts.vocab_size = target.vocab_size;
   facts.stop_ids = target.eos_token_ids;
   if (auto eos = tokenizer.eos_id(); eos && facts.stop_ids.empty()) facts.stop_ids = {*eos};
@@ -122,12 +131,22 @@ void ServerApp::start() {
   options.port = config.server.port;
   options.threads = config.server.http_threads;
   options.max_body_bytes = static_cast<size_t>(config.server.max_body_bytes);
+  options.max_connections = config.server.max_connections;
+  options.idle_timeout = seconds_to_ms(config.server.idle_timeout_seconds);
+  options.request_read_timeout = seconds_to_ms(config.server.request_read_timeout_seconds);
+  options.log = &log_;
+  options.on_connections_changed = [&metrics = parts.metrics](int change) {
+    metrics.open_connections.inc(change);
+  };
+  options.on_refused_connection = [&metrics = parts.metrics] { metrics.refused_connections.inc(); };
   ApiService* service = parts.service.get();
   parts.http = std::make_unique<http::HttpServer>(
       options, [service](http::Exchange& exchange) { return service->handle(exchange); });
   parts.http->start();
   log_line(log_, "listening on http://", config.server.host, ":", parts.http->port(),
            ", loading models");
+  if (const auto note = web::wildcard_note(config.server.host, config.server.allowed_hosts))
+    log_line(log_, *note);
 
   host_->load(parts, log_);
   std::vector<Drafter*> drafters;
@@ -147,6 +166,7 @@ void ServerApp::start() {
   const Tokenizer& tokenizer = *parts.target.tokenizer;
   EngineLoopOptions loop_options;
   loop_options.max_queued = static_cast<size_t>(config.scheduler.max_queued_requests);
+  loop_options.log = &log_;
   if (host_->can_lose_ranks()) {
     loop_options.on_lost = [&parts](const std::string& why) {
       {
@@ -160,7 +180,7 @@ void ServerApp::start() {
       *parts.engine, *parts.target.cache, parts.draft ? parts.draft->cache.get() : nullptr,
       tokenizer, parts.metrics, loop_options);
   parts.engine_loop->start();
-  parts.service->attach(*parts.engine_loop, tokenizer, model_facts(parts.target.config, tokenizer),
+  parts.service->attach(*parts.engine_loop, tokenizer, model_facts(parts.target.config, *parts.target.cache, tokenizer),
                         target_chat_template(config));
   const std::filesystem::path& target =
       config.target.load_format == LoadFormat::dummy ? config.target.shape : config.target.path;
@@ -174,7 +194,7 @@ void ServerApp::shutdown() {
   if (!parts.http) return;
   parts.service->drain();
   if (!parts.engine_loop) {  // still loading
-    parts.http->stop();
+    parts.http->close_connections(1s);
     parts.http.reset();
     host_->stop();
     return;
@@ -192,9 +212,10 @@ void ServerApp::shutdown() {
     while (parts.engine_loop->in_flight() > 0 && std::chrono::steady_clock::now() < flush_deadline)
       std::this_thread::sleep_for(10ms);
   }
-  // Let the connections write what the last steps published.
+  // Let the connections write what the last steps published and answer
+  // (503, Connection: close) what their clients have sent, then close them.
   std::this_thread::sleep_for(100ms);
-  parts.http->stop();
+  parts.http->close_connections(1s);
   parts.engine_loop->stop();
   parts.http.reset();
   host_->stop();

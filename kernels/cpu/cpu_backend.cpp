@@ -83,6 +83,9 @@ class CpuBackend final : public Backend {
                    float* probs) override {
     cpu::standardize(logits, rows, V, params, probs);
   }
+  void find_nonfinite_rows(const float* x, int rows, int V, uint8_t* out) override {
+    cpu::find_nonfinite_rows(x, rows, V, out);
+  }
   void argmax(const float* logits, int rows, int V, int32_t* out) override {
     cpu::argmax(logits, rows, V, out);
   }

@@ -11,6 +11,7 @@
 #include <cstdio>
 #include <functional>
 #include <limits>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -218,13 +219,8 @@ void check_vocab(int V) {
 }  // namespace
 
 void check_sampling_params(const SamplingParams& p) {
-  require(std::isfinite(p.temperature) && p.temperature >= 0.0f, ErrorKind::invalid_argument,
-          "temperature must be finite and >= 0, got " + show(p.temperature) +
-              "; use 0 for greedy decoding");
-  require(p.top_k >= 0, ErrorKind::invalid_argument,
-          "top_k must be >= 0, got " + std::to_string(p.top_k) + "; use 0 to disable top-k");
-  require(p.top_p > 0.0f && p.top_p <= 1.0f, ErrorKind::invalid_argument,
-          "top_p must be in (0, 1], got " + show(p.top_p) + "; use 1 to disable top-p");
+  if (const std::optional<SamplingProblem> problem = find_sampling_problem(p))
+    throw Error(ErrorKind::invalid_argument, problem->message);
 }
 
 void standardize_row(const float* logits, int V, const SamplingParams& p, float* probs) {
@@ -275,6 +271,22 @@ void argmax(const float* logits, int rows, int V, int32_t* out) {
           "argmax: logits and out must not be null");
 #pragma omp parallel for if (rows > 1 && static_cast <size_t>(rows) * V >= (size_t{1} << 16))
   for (int r = 0; r < rows; ++r) out[r] = argmax_row(logits + static_cast<size_t>(r) * V, V);
+}
+
+void find_nonfinite_rows(const float* x, int rows, int V, uint8_t* out) {
+  check_vocab(V);
+  require(rows >= 0, ErrorKind::invalid_argument, "rows must be >= 0, got " + std::to_string(rows));
+  if (rows == 0) return;
+  require(x != nullptr && out != nullptr, ErrorKind::invalid_argument,
+          "find_nonfinite_rows: x and out must not be null");
+#pragma omp parallel for if (rows > 1 && static_cast <size_t>(rows) * V >= (size_t{1} << 16))
+  for (int r = 0; r < rows; ++r) {
+    const float* row = x + static_cast<size_t>(r) * V;
+    bool finite = true;
+    // No early exit: the loop stays branch-free and vectorizes.
+    for (int i = 0; i < V; ++i) finite &= std::isfinite(row[i]);
+    out[r] = finite ? 0 : 1;
+  }
 }
 
 int32_t sample_row(const float* probs, int V, double u) {

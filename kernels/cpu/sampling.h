@@ -50,6 +50,9 @@ void standardize(const float* logits, int rows, int V, std::span<const SamplingP
 // with nothing above -inf, where every entry ties and index 0 wins.
 void argmax(const float* logits, int rows, int V, int32_t* out);
 
+// out (rows) = 1 where the row of x (rows, V) holds a NaN or an infinity.
+void find_nonfinite_rows(const float* x, int rows, int V, uint8_t* out);
+
 // One token from probs (V) by inverse CDF in token-index order, with u in
 // [0, 1): the first i with probs[i] > 0 and cumsum(probs[0..i]) > u * total,
 // total = the row's positive mass (the row need not be normalized, which

@@ -238,6 +238,15 @@ class CudaBackend final : public Backend {
     cuda::standardize(logits, rows, V, stage<SamplingParams>(per_row), probs, workspace, bytes,
                       stream_);
   }
+  void find_nonfinite_rows(const float* x, int rows, int V, uint8_t* out) override {
+    use_device();
+    run_recorded_ops();
+    require(V > 0, ErrorKind::invalid_argument, "find_nonfinite_rows: V must be > 0");
+    if (rows <= 0) return;
+    auto* flags = static_cast<uint8_t*>(ids_.get(static_cast<size_t>(rows), stream_));
+    cuda::find_nonfinite_rows(x, rows, V, flags, stream_);
+    copy_to_host(flags, out, static_cast<size_t>(rows));
+  }
   void argmax(const float* logits, int rows, int V, int32_t* out) override {
     use_device();
     run_recorded_ops();

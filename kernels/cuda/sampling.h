@@ -28,6 +28,9 @@ size_t standardize_workspace_bytes(int rows, int V);
 void standardize(const float* logits, int rows, int V, const SamplingParams* params,
                  float* probs, void* workspace, size_t workspace_bytes, cudaStream_t stream);
 
+// out (rows) = 1 where the row of x (rows, V) holds a NaN or an infinity, else 0.
+void find_nonfinite_rows(const float* x, int rows, int V, uint8_t* out, cudaStream_t stream);
+
 // out (rows) = argmax of each row; ties to the lowest index, NaN ranks as -inf.
 void argmax(const float* logits, int rows, int V, int32_t* out, cudaStream_t stream);
 

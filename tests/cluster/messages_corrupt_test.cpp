@@ -136,6 +136,25 @@ TEST(MessagesCorrupt, TargetStepQSourceOutOfRange) {
   EXPECT_NO_THROW(decode_target_step(bytes));
 }
 
+TEST(MessagesCorrupt, SessionFaultsOutOfRangeOrMiscountedAreRejected) {
+  TargetResult result;
+  result.outcomes.emplace_back();
+  Bytes bytes = encode(result);
+  // The outcome's fault is the byte before forward_seconds and
+  // communication_seconds (8 each).
+  bytes[bytes.size() - 17] = std::byte{kLastSessionFault + 1};
+  expect_corrupt([&] { decode_target_result(bytes); }, {"TargetResult", "outcomes.fault"});
+  bytes[bytes.size() - 17] = std::byte{kLastSessionFault};
+  EXPECT_NO_THROW(decode_target_result(bytes));
+
+  DraftReply reply;
+  reply.tokens = {{1, 2}, {}};
+  reply.faults = {SessionFault::none};  // one short
+  expect_corrupt([&] { decode_draft_reply(encode(reply)); }, {"DraftReply", "faults", "2 proposals"});
+  reply.faults.push_back(SessionFault::nonfinite_draft_logits);
+  EXPECT_NO_THROW(decode_draft_reply(encode(reply)));
+}
+
 TEST(MessagesCorrupt, TargetStepTruncationsNeedOneNonNegativeLengthEach) {
   TargetStep message;
   message.truncated = {3, 4};

@@ -44,6 +44,7 @@ TEST(MessagesRoundTrip, DraftReply) {
   EXPECT_EQ(got.step, sent.step);
   EXPECT_EQ(got.tokens, sent.tokens);
   EXPECT_EQ(got.seconds, sent.seconds);
+  EXPECT_EQ(got.faults, sent.faults);
 }
 
 TEST(MessagesRoundTrip, QRows) {
@@ -97,6 +98,7 @@ TEST(MessagesRoundTrip, TargetResult) {
     EXPECT_EQ(got.outcomes[i].token, sent.outcomes[i].token);
     EXPECT_EQ(got.outcomes[i].beta_sum, sent.outcomes[i].beta_sum);
     EXPECT_EQ(got.outcomes[i].beta_count, sent.outcomes[i].beta_count);
+    EXPECT_EQ(got.outcomes[i].fault, sent.outcomes[i].fault);
   }
   EXPECT_EQ(got.forward_seconds, sent.forward_seconds);
   EXPECT_EQ(got.communication_seconds, sent.communication_seconds);

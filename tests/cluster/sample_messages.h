@@ -26,6 +26,8 @@ inline wire::DraftReply sample_draft_reply() {
   message.step = 42;
   message.tokens = {{10, 11, 12, 13}, {}, {-5, 128000}, {}};  // ends on an empty row
   message.seconds = 0.0125;
+  message.faults = {SessionFault::none, SessionFault::nonfinite_draft_logits, SessionFault::none,
+                    SessionFault::bad_sampling};
   return message;
 }
 
@@ -83,7 +85,9 @@ inline wire::TargetStep sample_target_step() {
 inline wire::TargetResult sample_target_result() {
   wire::TargetResult message;
   message.step = 77;
-  message.outcomes = {{2, 1001, 1.0 / 3.0, 2}, {0, 5, 0.0, 0}};  // 1/3: not exact in a float
+  // 1/3: not exact in a float
+  message.outcomes = {{2, 1001, 1.0 / 3.0, 2, SessionFault::none},
+                      {0, 0, 0.0, 0, SessionFault::nonfinite_target_logits}};
   message.forward_seconds = 0.031;
   message.communication_seconds = 0.004;
   return message;

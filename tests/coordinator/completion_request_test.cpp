@@ -268,6 +268,20 @@ TEST(CompletionRequest, RefusesBadSamplingFieldsNamingEach) {
   });
 }
 
+TEST(CompletionRequest, SamplingFieldsAreCheckedAsTheEnginesFloats) {
+  // In range as doubles, but 0 as the engine's 32-bit floats: a top_p the
+  // engine refuses, or a temperature that would silently become greedy.
+  check_rejections({
+      {with_prompt(R"("top_p": 1e-300)"), 400, "top_p", "1e-300 is 0 as the 32-bit float"},
+      {with_prompt(R"("temperature": 1e-300)"), 400, "temperature", "32-bit float"},
+      {with_prompt(R"("top_p": 1e-46)"), 400, "top_p", "32-bit float"},
+  });
+  // Small values a float still holds are taken (a denormal top_p keeps the
+  // most likely token alone).
+  EXPECT_EQ(static_cast<float>(parse(with_prompt(R"("top_p": 1e-40)")).top_p), 1e-40f);
+  EXPECT_EQ(parse(with_prompt(R"("temperature": 1e-30)")).temperature, 1e-30);
+}
+
 TEST(CompletionRequest, RefusesBadStopAndStreamFields) {
   check_rejections({
       {with_prompt(R"("stop": "")"), 400, "stop", "must not be empty"},
@@ -358,7 +372,7 @@ TEST(CompletionRequest, RefusesBodiesThatAreNotOneJsonObjectWithoutNamingAField)
       {"{", 400, std::nullopt, "line 1, column 2"},
       {"prompt=hi", 400, std::nullopt, "line 1, column 1"},
       {R"({"prompt": "hi",})", 400, std::nullopt, "column 17"},
-      {R"({"prompt": "hi"} {})", 400, std::nullopt, "parse"},
+      {R"({"prompt": "hi"} {})", 400, std::nullopt, "after its JSON value, at byte 17"},
       {"{\"prompt\": \"caf\xff\"}", 400, std::nullopt, "UTF-8"},
       {"{\"prompt\": \"\xc3\"}", 400, std::nullopt, "UTF-8"},
       {R"({"prompt": "\ud800"})", 400, std::nullopt, "surrogate"},

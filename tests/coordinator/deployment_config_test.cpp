@@ -122,6 +122,9 @@ TEST(DeploymentConfig, DefaultsFillEverythingButTheTarget) {
   EXPECT_EQ(config.server.api_key_env, "");
   EXPECT_EQ(config.server.shutdown_grace_seconds, 10);
   EXPECT_EQ(config.server.served_model_name, "tandem");
+  EXPECT_EQ(config.server.max_connections, 512);
+  EXPECT_EQ(config.server.idle_timeout_seconds, 15);
+  EXPECT_EQ(config.server.request_read_timeout_seconds, 30);
   EXPECT_EQ(config.target.path, "m");
   EXPECT_EQ(config.target.load_format, LoadFormat::safetensors);
   EXPECT_EQ(config.target.tokenizer, "m");
@@ -237,6 +240,22 @@ TEST(DeploymentConfigErrors, OutOfRangeNamesFileLineAndKeyPath) {
             "deploy.yaml:6: server.port: must be in [0, 65535], got 70000");
 }
 
+TEST(DeploymentConfigErrors, ConnectionLimitsAreRangeChecked) {
+  EXPECT_EQ(error_of(kTarget + "server:\n  max_connections: 0\n"),
+            "deploy.yaml:5: server.max_connections: must be in [1, 1000000], got 0");
+  EXPECT_EQ(error_of(kTarget + "server:\n  port: 1\n  idle_timeout_seconds: 0\n"),
+            "deploy.yaml:6: server.idle_timeout_seconds: must be in [0.001, 86400], got 0");
+  EXPECT_EQ(error_of(kTarget + "server:\n  request_read_timeout_seconds: -1\n"),
+            "deploy.yaml:5: server.request_read_timeout_seconds: must be in [0.001, 86400], got -1");
+  const DeploymentConfig config = parse_deployment(
+      kTarget + "server:\n  max_connections: 64\n  idle_timeout_seconds: 2.5\n"
+                "  request_read_timeout_seconds: 5\n",
+      "deploy.yaml");
+  EXPECT_EQ(config.server.max_connections, 64);
+  EXPECT_EQ(config.server.idle_timeout_seconds, 2.5);
+  EXPECT_EQ(config.server.request_read_timeout_seconds, 5);
+}
+
 TEST(DeploymentConfigErrors, UnknownKeyListsTheKnownOnesAndSuggestsOne) {
   const std::string message = error_of(kTarget + "server:\n  prot: 80\n");
   EXPECT_THAT(message,
@@ -297,6 +316,14 @@ TEST(DeploymentConfigErrors, TheDocumentMustBeOneMap) {
   EXPECT_THAT(error_of("just words\n"), StartsWith("deploy.yaml:1: the top level must be a map"));
   EXPECT_THAT(error_of(kTarget + "---\n" + kTarget),
               StartsWith("deploy.yaml:4: a deployment file holds one YAML document"));
+}
+
+// yaml-cpp 0.7's LoadAll never returned on this text: its parser handed out
+// the same empty document forever, collected until memory ran out (found by
+// tests/fuzz/deployment_config_fuzzer).
+TEST(DeploymentConfigErrors, TextTheParserCannotReadPastIsASyntaxError) {
+  EXPECT_THAT(error_of(",|"), StartsWith("deploy.yaml:1: YAML syntax error"));
+  EXPECT_THAT(error_of(kTarget + ",|"), StartsWith("deploy.yaml:"));
 }
 
 TEST(DeploymentConfigErrors, SyntaxErrorsKeepTheirLine) {

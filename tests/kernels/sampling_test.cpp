@@ -14,6 +14,9 @@
 #include <cmath>
 #include <limits>
 #include <numeric>
+#include <optional>
+#include <string>
+#include <utility>
 #include <random>
 #include <vector>
 
@@ -328,6 +331,41 @@ TEST(Argmax, EachRowLowestIndexOnTies) {
     const std::vector<float> row(logits.begin() + 4 * r, logits.begin() + 4 * r + 4);
     EXPECT_EQ(kept_tokens(standardized(row, sampling_params(0.0f))), std::vector<int>{out[r]});
     EXPECT_EQ(kept_tokens(standardized(row, sampling_params(1.0f, 1)))[0], out[r]) << "row " << r;
+  }
+}
+
+TEST(NonFiniteRows, FlagsEveryRowWithANanOrAnInfinityAndNoOther) {
+  const float nan = std::numeric_limits<float>::quiet_NaN();
+  const float big = std::numeric_limits<float>::max();
+  const std::vector<float> logits{
+      0.0f, 2.0f,  1.0f, -3.0f,  // finite
+      nan,  1.0f,  1.0f, 1.0f,   // NaN first
+      1.0f, 1.0f,  1.0f, kInf,   // +inf last
+      1.0f, -kInf, 1.0f, 1.0f,   // -inf
+      big,  -big,  0.0f, 1e-45f, // extremes, all finite
+  };
+  std::vector<uint8_t> out(5, 7);
+  find_nonfinite_rows(logits.data(), 5, 4, out.data());
+  EXPECT_EQ(out, (std::vector<uint8_t>{0, 1, 1, 1, 0}));
+  test_support::expect_invalid([&] { find_nonfinite_rows(logits.data(), 1, 0, out.data()); }, "V");
+}
+
+TEST(SamplingParamsCheck, NamesTheFieldOfTheFirstValueTheOpsRefuse) {
+  EXPECT_FALSE(find_sampling_problem(sampling_params(0.0f)));
+  EXPECT_FALSE(find_sampling_problem(sampling_params(2.0f, 5, 1e-45f)));
+  const std::vector<std::pair<SamplingParams, std::string>> bad = {
+      {sampling_params(-1.0f), "temperature"},
+      {sampling_params(std::numeric_limits<float>::quiet_NaN()), "temperature"},
+      {sampling_params(1.0f, -1), "top_k"},
+      {sampling_params(1.0f, 0, 0.0f), "top_p"},
+      {sampling_params(1.0f, 0, std::numeric_limits<float>::quiet_NaN()), "top_p"},
+      {sampling_params(1.0f, 0, 1.5f), "top_p"},
+  };
+  for (const auto& [p, field] : bad) {
+    const std::optional<SamplingProblem> problem = find_sampling_problem(p);
+    ASSERT_TRUE(problem) << field;
+    EXPECT_EQ(problem->field, field);
+    EXPECT_EQ(problem->message.rfind(field + " must be", 0), 0u) << problem->message;
   }
 }
 

@@ -41,6 +41,9 @@ TEST(ParseUrl, NoPathMeansCompletionsAndIpv6HostsWork) {
   const Endpoint v6 = parse_url("http://[::1]:8000/v1/completions");
   EXPECT_EQ(v6.host, "::1");
   EXPECT_EQ(v6.port, 8000);
+  // The Host header brackets it again, as servers that check Host expect.
+  EXPECT_EQ(host_header(v6), "[::1]:8000");
+  EXPECT_EQ(host_header(parse_url("http://localhost:9000")), "localhost:9000");
 }
 
 TEST(ParseUrl, HttpsIsRefusedNamingTheUrl) {

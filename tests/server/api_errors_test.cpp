@@ -97,7 +97,7 @@ TEST(ApiErrors, UnknownRoute404WrongMethod405) {
   error_of(missing);
   const HttpReply wrong = http.send("GET", "/v1/completions");
   EXPECT_EQ(wrong.status, 405);
-  EXPECT_EQ(wrong.header("allow"), "POST");
+  EXPECT_EQ(wrong.header("allow"), "POST, OPTIONS");
   error_of(wrong);
   EXPECT_EQ(http.send("DELETE", "/metrics").status, 405);
 }

@@ -40,7 +40,7 @@ TEST(Lifecycle, ClientThatHangsUpMidStreamFreesItsKvBlocks) {
     HttpClient http(server.port());
     const std::string body =
         R"({"prompt": "The history of the city", "max_tokens": 220, "temperature": 0.9, "seed": 3, "stream": true, "ignore_eos": true})";
-    http.write_raw("POST /v1/completions HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+    http.write_raw("POST /v1/completions HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"
                    "Content-Length: " + std::to_string(body.size()) + "\r\n\r\n" + body);
     http.read_until("data: ");  // the first chunk has arrived: the session is running
     EXPECT_GT(server.metric("tandem_kv_cache_blocks_used{model=\"target\"}"), 0);
@@ -63,7 +63,7 @@ TEST(Lifecycle, NonStreamingClientThatHangsUpIsCancelledToo) {
   {
     HttpClient http(server.port());
     const std::string body = R"({"prompt": "The", "max_tokens": 250, "temperature": 0, "ignore_eos": true})";
-    http.write_raw("POST /v1/completions HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+    http.write_raw("POST /v1/completions HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"
                    "Content-Length: " + std::to_string(body.size()) + "\r\n\r\n" + body);
     std::this_thread::sleep_for(30ms);
     http.close();
@@ -117,7 +117,7 @@ TEST(Lifecycle, ShutdownRefusesNewWorkAndEndsOpenStreamsCleanly) {
   HttpClient streaming(server->port());
   const std::string body =
       R"({"prompt": "The", "max_tokens": 250, "temperature": 0.7, "seed": 1, "stream": true, "ignore_eos": true})";
-  streaming.write_raw("POST /v1/completions HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+  streaming.write_raw("POST /v1/completions HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"
                       "Content-Length: " + std::to_string(body.size()) + "\r\n\r\n" + body);
   streaming.read_until("data: ");
 

@@ -76,6 +76,9 @@ class ForwardingBackend : public Backend {
                    float* probs) override {
     inner_.standardize(logits, rows, V, params, probs);
   }
+  void find_nonfinite_rows(const float* x, int rows, int V, uint8_t* out) override {
+    inner_.find_nonfinite_rows(x, rows, V, out);
+  }
   void argmax(const float* logits, int rows, int V, int32_t* out) override {
     inner_.argmax(logits, rows, V, out);
   }

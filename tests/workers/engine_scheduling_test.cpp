@@ -304,13 +304,17 @@ TEST(EngineScheduling, PreemptedSessionsRecomputeToTheSameOutputs) {
   EXPECT_EQ(p.draft.cache.used_blocks(), 0);
 }
 
-TEST(EngineScheduling, ASessionTheWholeCacheCannotHoldEndsWithLength) {
+TEST(EngineScheduling, ASessionTheWholeCacheCannotHoldIsRefusedOneThatFitsRunsToTheEdge) {
   // 4 blocks of 8 = 32 positions: a 20-token prompt can grow to 32 cached
-  // tokens, then emit one more; its drafts are dropped at the edge first.
+  // tokens, then emit one more (13 in all); its drafts are dropped at the
+  // edge first. Asking for more is refused when added, never cut short.
   Pair p;
   PagedKvCache small = p.cache_of(4);
   SpeculativeEngine engine(p.target.model, small, both(p));
-  const SpeculationRequest request = request_of(prompt_of(20, 1), 50, greedy(), 4, "model");
+  test_support::expect_invalid(
+      [&] { engine.add(request_of(prompt_of(20, 1), 50, greedy(), 4, "model")); },
+      "max_tokens");
+  const SpeculationRequest request = request_of(prompt_of(20, 1), 13, greedy(), 4, "model");
   const SessionKey key = engine.add(request);
   engine.run_to_completion();
   const SpeculationResult result = engine.take(key);

@@ -80,6 +80,11 @@ Endpoint parse_url(const std::string& url, const std::string& default_path) {
   return endpoint;
 }
 
+std::string host_header(const Endpoint& endpoint) {
+  const bool ipv6 = endpoint.host.find(':') != std::string::npos;
+  return (ipv6 ? "[" + endpoint.host + "]" : endpoint.host) + ":" + std::to_string(endpoint.port);
+}
+
 std::string streaming_body(const std::string& body) {
   json parsed = json::parse(body, nullptr, /*allow_exceptions=*/false);
   if (!parsed.is_object()) return body;
@@ -156,7 +161,7 @@ asio::awaitable<RequestRecord> CompletionCall::exchange(const std::string& body,
   if (ec || cancelled_) co_return fail(describe(ec, "connect"));
 
   bhttp::request<bhttp::string_body> request(bhttp::verb::post, endpoint_.path, 11);
-  request.set(bhttp::field::host, endpoint_.host + ":" + std::to_string(endpoint_.port));
+  request.set(bhttp::field::host, host_header(endpoint_));
   request.set(bhttp::field::user_agent, "tandem-loadtest");
   request.set(bhttp::field::content_type, "application/json");
   request.set(bhttp::field::accept, "text/event-stream");

@@ -39,6 +39,10 @@ struct Endpoint {
 Endpoint parse_url(const std::string& url,
                    const std::string& default_path = "/v1/completions");
 
+// The Host header for an endpoint: "127.0.0.1:8080", an IPv6 host in
+// brackets ("[::1]:8080"), as servers that check Host expect.
+std::string host_header(const Endpoint& endpoint);
+
 // `body` with "stream": true and "stream_options": {"include_usage": true}
 // set, the rest untouched. A body that is not a JSON object is returned as it
 // is, so the server's 400 for it is what the record shows.

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <span>
 #include <string>
+#include <utility>
 
 #include "common/error.h"
 
@@ -39,6 +40,30 @@ void place_q_rows(Backend& backend, std::span<const DeviceRows> q_rows,
   }
 }
 
+// Per logits row: 1 where it holds a NaN or an infinity. Only the rows of
+// blocks that verify are read (one op over all of them: each host read is
+// a device synchronization).
+std::vector<uint8_t> nonfinite_rows(Backend& backend, const float* logits, const TargetStep& step,
+                                    size_t rows, int V) {
+  std::vector<uint8_t> flags(rows, 0);
+  const bool any_verify = std::any_of(step.sequences.begin(), step.sequences.end(),
+                                      [](const TargetStep::Sequence& s) { return s.verify; });
+  if (any_verify && rows > 0)
+    backend.find_nonfinite_rows(logits, static_cast<int>(rows), V, flags.data());
+  return flags;
+}
+
+// A verifying block's own fault: sampling parameters the ops refuse (they
+// were checked when the session was added; this is where a value that
+// reached a rank anyway is caught), or logits rows that are not finite.
+SessionFault block_fault(const TargetStep::Sequence& s, const std::vector<uint8_t>& nonfinite,
+                         size_t first_row) {
+  if (find_sampling_problem(s.sampling)) return SessionFault::bad_sampling;
+  for (size_t r = 0; r < static_cast<size_t>(s.logit_count); ++r)
+    if (nonfinite[first_row + r]) return SessionFault::nonfinite_target_logits;
+  return SessionFault::none;
+}
+
 }  // namespace
 
 void verify_blocks(Backend& backend, int V, const float* logits, const TargetStep& step,
@@ -69,6 +94,10 @@ void verify_blocks(Backend& backend, int V, const float* logits, const TargetSte
                                         return s.verify && s.sampling.greedy();
                                       });
   if (any_greedy) backend.argmax(logits, static_cast<int>(rows), V, argmaxes.data());
+  // Each block's own faults end its session alone (session_fault.h): its
+  // rows are left out of the ops below, which the others' never depend on.
+  const std::vector<uint8_t> nonfinite = nonfinite_rows(backend, logits, step, rows, V);
+  std::vector<std::pair<size_t, SessionFault>> faulted;  // index into outcomes, fault
   for (size_t index = 0; index < step.sequences.size(); ++index) {
     const TargetStep::Sequence& s = step.sequences[index];
     const size_t first_row = row;
@@ -78,6 +107,11 @@ void verify_blocks(Backend& backend, int V, const float* logits, const TargetSte
       return "session " + std::to_string(s.session) + " verifies " + std::to_string(s.gamma) +
              " drafts with " + std::to_string(s.logit_count) + " logits rows";
     });
+    if (const SessionFault fault = block_fault(s, nonfinite, first_row);
+        fault != SessionFault::none) {
+      faulted.emplace_back(verified++, fault);
+      continue;
+    }
     const int32_t* drafts = s.tokens.data() + s.tokens.size() - static_cast<size_t>(s.gamma);
     const size_t offset = first_row * V;
     if (s.sampling.greedy()) {
@@ -119,6 +153,7 @@ void verify_blocks(Backend& backend, int V, const float* logits, const TargetSte
   place_q_rows(backend, sampled_q, sampled, scratch.q);
 
   outcomes.assign(verified, {});
+  for (const auto& [at, fault] : faulted) outcomes[at].fault = fault;
   std::vector<VerifyOutcome> sampled_out(sampled.size()), greedy_out(greedy.size());
   std::vector<float> betas(static_cast<size_t>(sampled_drafts));
   if (!sampled.empty()) backend.verify(sampled, V, sampled_out, betas);

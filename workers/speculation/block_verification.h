@@ -28,7 +28,11 @@ struct VerifyScratch {
   Buffer q;
 };
 
-// outcomes: one per sequence with verify set, in step order. Rows with
+// outcomes: one per sequence with verify set, in step order. A block whose
+// sampling parameters the ops refuse, or whose logits rows hold a NaN or an
+// infinity, gets an outcome carrying that fault (session_fault.h) and takes
+// no part in the ops, so the other blocks' outcomes are what they would be
+// without it. Rows with
 // q_source local are local_q[i] (one per sequence, or empty when none is
 // local); those with q_source draft_rank come from draft_rank_rows. A block
 // whose rows are missing (no inbox, or not in its QRows) is an

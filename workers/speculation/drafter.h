@@ -16,6 +16,7 @@
 
 #include "kernels/device_rows.h"
 #include "kernels/sampling_params.h"
+#include "workers/speculation/session_fault.h"
 
 namespace tandem {
 
@@ -42,6 +43,9 @@ struct DraftProposal {
   bool q_at_draft_rank = false;
   uint64_t q_step = 0;
   int q_first_row = 0;
+  // The request's own fault (its sampling parameters, its non-finite draft
+  // logits): no tokens then, and the engine ends that session alone.
+  SessionFault fault = SessionFault::none;
 };
 
 class Drafter {
@@ -54,7 +58,10 @@ class Drafter {
   // the committed text (drafting ahead of a block under verification): the
   // drafter keeps what it fed until commit() says how much of it stands.
   // The proposals' q rows are written when propose() returns, so another
-  // backend or thread may read them.
+  // backend or thread may read them. A request's own fault (sampling
+  // parameters the ops refuse, draft logits that are not finite) is its
+  // proposal's `fault`, never an exception: the other requests' proposals
+  // are what they would be without it.
   virtual void propose(std::span<const DraftRequest> requests,
                        std::vector<DraftProposal>& proposals) = 0;
 

@@ -5,9 +5,11 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
+#include "common/error.h"
 #include "kernels/sampling_params.h"
 #include "workers/speculation/drafter.h"
 #include "workers/speculation/gamma_policy.h"
@@ -47,12 +49,15 @@ struct SpeculationStats {
   double alpha() const { return beta_count ? beta_sum / beta_count : 0.0; }
 };
 
-enum class FinishReason { running, length, stop, context, cancelled };
+// failed: the session's own fault ended it (session_fault.h); `error` says
+// what it was. The other sessions go on.
+enum class FinishReason { running, length, stop, context, cancelled, failed };
 
 struct SpeculationResult {
   std::vector<int32_t> tokens;  // generated tokens only
   FinishReason finish = FinishReason::running;
   SpeculationStats stats;
+  std::optional<Error> error;   // when finish is failed
 };
 
 enum class SessionState { waiting, running, finished };

@@ -32,9 +32,16 @@ void ModelDrafter::propose(std::span<const DraftRequest> requests,
   std::vector<size_t> drafting;  // indices into requests
   std::vector<std::vector<int32_t>> pending(requests.size());
   std::vector<int> gammas(requests.size(), 0);  // what each request will get
+  faults_.assign(requests.size(), SessionFault::none);
   for (size_t i = 0; i < requests.size(); ++i) {
     const DraftRequest& r = requests[i];
     if (r.gamma <= 0) continue;
+    // The request's own fault, not the batch's (the engine checked it when
+    // the session was added; a draft rank sees what came over the wire).
+    if (find_sampling_problem(r.sampling)) {
+      faults_[i] = SessionFault::bad_sampling;
+      continue;
+    }
     const SequenceId seq = sequence_for(r.session);
     const int cached = cache_.length(seq);
     require(cached < static_cast<int>(r.tokens.size()), ErrorKind::internal,
@@ -69,6 +76,7 @@ void ModelDrafter::propose(std::span<const DraftRequest> requests,
     std::vector<size_t> still;
     for (size_t row = 0; row < drafting.size(); ++row) {
       const size_t i = drafting[row];
+      if (faults_[i] != SessionFault::none) continue;  // drafts no further
       DraftProposal& out = proposals[i];
       const int32_t token = round_tokens_[row];
       out.tokens.push_back(token);
@@ -78,6 +86,12 @@ void ModelDrafter::propose(std::span<const DraftRequest> requests,
       }
     }
     drafting = std::move(still);
+  }
+  for (size_t i = 0; i < requests.size(); ++i) {
+    if (faults_[i] == SessionFault::none) continue;
+    proposals[i].tokens.clear();
+    proposals[i].fault = faults_[i];
+    q_row_of_[i].clear();  // its rows are not handed over
   }
   if (q_rows_used_ > 0) hand_over_q_rows(proposals);
   last_seconds_ =
@@ -93,10 +107,18 @@ void ModelDrafter::choose_tokens(std::span<const DraftRequest> requests,
   Backend& backend = model_.backend();
   const int rows = static_cast<int>(drafting.size());
   round_tokens_.assign(drafting.size(), 0);
+  // A session whose draft logits are not finite ends alone (session_fault.h):
+  // its row is neither sampled nor kept.
+  std::vector<uint8_t> nonfinite(drafting.size());
+  backend.find_nonfinite_rows(logits, rows, V, nonfinite.data());
   std::vector<int32_t> sampled_rows;
   std::vector<SamplingParams> sampled_params;
   bool any_greedy = false;
   for (size_t row = 0; row < drafting.size(); ++row) {
+    if (nonfinite[row]) {
+      faults_[drafting[row]] = SessionFault::nonfinite_draft_logits;
+      continue;
+    }
     const SamplingParams& sampling = requests[drafting[row]].sampling;
     any_greedy |= sampling.greedy();
     if (!sampling.greedy()) {
@@ -136,6 +158,7 @@ void ModelDrafter::hand_over_q_rows(std::vector<DraftProposal>& proposals) {
   const size_t V = static_cast<size_t>(model_.config().vocab_size);
   std::vector<int32_t> order;
   for (const std::vector<int32_t>& rows : q_row_of_) order.insert(order.end(), rows.begin(), rows.end());
+  if (order.empty()) return;  // every sampled request faulted
   Backend& backend = model_.backend();
   std::shared_ptr<Buffer> storage = q_pool_.acquire(order.size() * V);
   backend.embedding(order, q_rounds_.data(), static_cast<int>(V), storage->data());

@@ -55,6 +55,7 @@ class ModelDrafter final : public Drafter {
   std::vector<std::vector<int32_t>> q_row_of_;  // per request, its rows in q_rounds_
   RowsPool q_pool_;                    // what the proposals' q rows live in
   std::vector<int32_t> round_tokens_;  // (rows) the round's tokens
+  std::vector<SessionFault> faults_;   // per request of the call: its own fault, if any
   double last_seconds_ = 0;
   bool apart_ = false;
   std::vector<DraftRequest> apart_requests_;  // what the thread drafts for

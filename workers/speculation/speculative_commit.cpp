@@ -18,7 +18,9 @@ void SpeculativeEngine::commit(StepPlan& plan) {
     report.fed = static_cast<int>(e.feed.size());
     if (!s.verified_since_admission) report.prefill_tokens = e.chunk.fed;
     s.result.stats.prefill_tokens += report.prefill_tokens;
-    if (e.first_row >= 0) {
+    if (e.fault != SessionFault::none) {
+      fail(s, e.fault);
+    } else if (e.first_row >= 0) {
       SpeculationStats& stats = s.result.stats;
       report.gamma = static_cast<int>(e.proposal.tokens.size());
       report.accepted = e.outcome.accepted;

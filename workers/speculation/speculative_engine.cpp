@@ -4,6 +4,8 @@
 // speculative_calibration.cpp.
 #include "workers/speculation/speculative_engine.h"
 
+#include <algorithm>
+#include <optional>
 #include <string>
 
 #include "common/error.h"
@@ -68,6 +70,7 @@ void SpeculativeEngine::step() {
   // 2. Draft the blocks to verify now; pipelined drafts start, to run
   // during the target pass where the drafter can.
   drafting_.draft(plan, last_step_);
+  end_faulted_drafts(plan);
   pipelining_.begin(plan, last_step_);
   // 3. Verify: one ragged target pass.
   bool ran = false;
@@ -119,6 +122,19 @@ StepPlan SpeculativeEngine::plan_step() {
   return plan;
 }
 
+void SpeculativeEngine::end_faulted_drafts(StepPlan& plan) {
+  for (StepPlan::Entry& e : plan.entries) {
+    if (e.dropped || e.proposal.fault == SessionFault::none) continue;
+    e.dropped = true;  // out of the target pass; the others' blocks are as they were
+    fail(*e.session, e.proposal.fault);
+  }
+}
+
+void SpeculativeEngine::fail(EngineSession& session, SessionFault fault) {
+  session.result.error = session_fault_error(fault, session.request.sampling);
+  planner_.finish(session, FinishReason::failed);  // frees its KV now
+}
+
 void SpeculativeEngine::run_to_completion() {
   while (!planner_.running().empty() || !planner_.waiting().empty()) step();
 }
@@ -141,9 +157,24 @@ void SpeculativeEngine::check(const SpeculationRequest& request) const {
   const int cache_positions = cache.num_blocks() * cache.block_size();
   require(length <= cache_positions, ErrorKind::invalid_argument, [&] {
     return "prompt: " + std::to_string(length) + " tokens can never fit in the target KV cache (" +
-           std::to_string(cache_positions) + " positions): shorten it or raise the KV blocks";
+           std::to_string(cache_positions) +
+           " positions): shorten it or raise scheduler.kv_blocks";
   });
   require(request.max_new_tokens >= 1, ErrorKind::invalid_argument, "max_tokens: must be >= 1");
+  // Alone, a session holds its tokens but the last (never fed) in the
+  // cache, up to the context; checked here so that it is refused, never
+  // cut short (step_planner.h). Sessions that fit alone but not beside
+  // others wait or are preempted instead.
+  const int64_t tokens = std::min<int64_t>(int64_t{length} + request.max_new_tokens,
+                                           config.max_position_embeddings);
+  require(tokens - 1 <= cache_positions, ErrorKind::invalid_argument, [&] {
+    return "max_tokens: the prompt (" + std::to_string(length) + " tokens) and max_tokens (" +
+           std::to_string(request.max_new_tokens) + ") need " + std::to_string(tokens - 1) +
+           " positions of the target KV cache, which holds " + std::to_string(cache_positions) +
+           " even with no other request: lower max_tokens or raise scheduler.kv_blocks";
+  });
+  if (const std::optional<SamplingProblem> problem = find_sampling_problem(request.sampling))
+    throw Error(ErrorKind::invalid_argument, problem->field + ": " + problem->message);
   require(request.lenience > 0.0f && request.lenience <= 1.0f, ErrorKind::invalid_argument,
           "lenience: must be in (0, 1] (1 = lossless)");
   require(request.gamma.gamma >= 0 && request.gamma.gamma <= 64, ErrorKind::invalid_argument,
@@ -183,6 +214,10 @@ const std::vector<int32_t>& SpeculativeEngine::output(SessionKey session) const 
   return get(session).result.tokens;
 }
 
+FinishReason SpeculativeEngine::finish_reason(SessionKey session) const {
+  return get(session).result.finish;
+}
+
 SpeculationResult SpeculativeEngine::take(SessionKey session) {
   EngineSession& s = get(session);
   if (s.state != SessionState::finished) planner_.finish(s, FinishReason::cancelled);  // frees its KV now
@@ -209,6 +244,8 @@ const char* finish_reason_name(FinishReason reason) {
       return "context";
     case FinishReason::cancelled:
       return "cancelled";
+    case FinishReason::failed:
+      return "failed";
   }
   return "unknown";
 }

@@ -77,12 +77,17 @@ class SpeculativeEngine {
   SpeculativeEngine& operator=(const SpeculativeEngine&) = delete;
 
   // Queues a session as waiting; a later step() admits it. Checks the request
-  // (ids in the vocabulary, room in the context and in the whole target
-  // cache, a known drafter) and throws Error(invalid_argument) naming the
-  // field, changing nothing.
+  // (ids in the vocabulary, room in the context, room in the whole target
+  // cache for the prompt and max_new_tokens, sampling parameters the ops
+  // take, a known drafter) and throws Error(invalid_argument) starting with
+  // the field's name ("top_p: ..."), changing nothing.
   SessionKey add(SpeculationRequest request);
   // Admission, then one batched draft + verify + commit for the running
-  // sessions. Does nothing when no session waits or runs.
+  // sessions. Does nothing when no session waits or runs. A session's own
+  // fault found in the step (session_fault.h) ends it alone, as
+  // FinishReason::failed with its error in the result; the others' outputs
+  // are as if it had never been there. An exception is the step's own
+  // failure (the backend, a lost rank): no session can be trusted then.
   void step();
   // Runs step() until no session waits or runs.
   void run_to_completion();
@@ -98,6 +103,8 @@ class SpeculativeEngine {
   int prompt_length(SessionKey session) const;
   // Tokens generated so far (also while running, for streaming).
   const std::vector<int32_t>& output(SessionKey session) const;
+  // Why it finished (running while it has not).
+  FinishReason finish_reason(SessionKey session) const;
   // Removes a session in any state and returns what it made; a waiting or
   // running one ends as cancelled and its KV blocks are freed at once.
   SpeculationResult take(SessionKey session);
@@ -130,7 +137,13 @@ class SpeculativeEngine {
   // Step 1's plan: the γ controller's inputs, the step's shape and ping-pong
   // group, then the planner's entries with each session's γ.
   StepPlan plan_step();
-  // Step 5: appends the accepted drafts and the target's tokens, reports.
+  // After drafting: sessions whose drafter found their own fault end,
+  // and leave the target pass.
+  void end_faulted_drafts(StepPlan& plan);
+  // Ends a session for its own fault, with the error its client gets.
+  void fail(EngineSession& session, SessionFault fault);
+  // Step 5: appends the accepted drafts and the target's tokens, reports;
+  // ends the sessions whose blocks came back with a fault.
   void commit(StepPlan& plan);
   // One session's tokens, stop rules applied; truncates both KV caches to
   // the committed prefix or ends the session. Returns the tokens appended.

@@ -37,6 +37,7 @@ struct StepPlan {
     std::vector<int32_t> feed;  // committed tokens fed, then the drafts
     int first_row = -1;         // its first logits row, -1 when it does not verify
     VerifyOutcome outcome;      // n accepted and the target's token, when it verifies
+    SessionFault fault = SessionFault::none;  // its own fault, found drafting or verifying
     bool from_ready = false;    // its block was drafted in an earlier step
     // Drafting ahead during the target pass: the request's tokens
     // (committed text, then this block's drafts), alive until it returns.

@@ -23,7 +23,9 @@
 //   recently admitted) gives up its target and draft KV and goes back to the
 //   front of the waiting queue with its tokens (prompt + output so far);
 //   readmitted, it prefills all of them again and continues. A session that
-//   cannot fit even alone ends with FinishReason::length.
+//   cannot fit even alone is refused when it is added
+//   (SpeculativeEngine::add); should one get here anyway, it ends with
+//   FinishReason::length rather than loop.
 // Why outputs do not depend on any of this: a block starts right after the
 // committed tokens with the γ its policy chose, whatever the chunking, the
 // batch or the preemptions; Philox draws are keyed by (seed, absolute

@@ -78,6 +78,13 @@ void TargetPass::accept(StepPlan& plan) {
             "the target pass returned fewer outcomes than blocks it verified");
     const TargetResult::Outcome& out = plan.result.outcomes[outcome++];
     e.outcome = {out.accepted, out.token};
+    e.fault = out.fault;
+    // What the verifier returned for this block alone: out of range, it is
+    // this session's fault, not the step's.
+    const bool in_range = out.token >= 0 && out.token < vocab_ && out.accepted >= 0 &&
+                          out.accepted <= static_cast<int>(e.proposal.tokens.size());
+    if (e.fault == SessionFault::none && !in_range) e.fault = SessionFault::invalid_token;
+    if (e.fault != SessionFault::none) continue;
     s.result.stats.beta_sum += out.beta_sum;
     s.result.stats.beta_count += out.beta_count;
   }

@@ -33,7 +33,9 @@ class TargetPass {
   // row, the pass's time and result into the plan). False when nothing was
   // fed.
   bool verify(StepPlan& plan, StepReport& report);
-  // The outcomes into the entries and their sessions' statistics.
+  // The outcomes into the entries and their sessions' statistics; a
+  // block's own fault (its outcome's, or a token outside the vocabulary)
+  // into its entry's fault, for the engine to end that session.
   void accept(StepPlan& plan);
   // One pass of `tokens` new tokens over scratch sequences, every token
   // asking for logits (as a verification pass does). Its seconds, or a

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "kernels/sampling_params.h"
+#include "workers/speculation/session_fault.h"
 
 namespace tandem {
 
@@ -87,6 +88,9 @@ struct TargetResult {
     int32_t token = 0;     // t
     double beta_sum = 0;   // Σ β_j over the block's drafts
     int32_t beta_count = 0;
+    // The block's own fault (its sampling parameters, its non-finite
+    // logits): n and t mean nothing then, and the engine ends its session.
+    SessionFault fault = SessionFault::none;
   };
   std::vector<Outcome> outcomes;     // one per verifying sequence, in step order
   double forward_seconds = 0;        // the sharded forward pass on target rank 0

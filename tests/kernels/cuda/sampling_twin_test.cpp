@@ -1,5 +1,5 @@
 // The CUDA sampling ops against their CPU twins, through the Backend
-// interface only: standardize, argmax, sample, verify and verify_greedy.
+// interface only: standardize, argmax, find_nonfinite_rows, sample, verify and verify_greedy.
 //
 // Backend memory: standardize's logits/probs and verify's p and q rows live
 // in each backend's own memory (host vectors for the CPU backend, uploaded
@@ -26,6 +26,7 @@
 // Every test first skips on a machine without a CUDA device.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <limits>
@@ -223,6 +224,33 @@ TEST(SamplingTwin, ArgmaxMatchesCpu) {
     Buffer logits = testing::to_backend(*gpu, flat);
     gpu->argmax(logits.data(), n, V, cuda.data());
     EXPECT_EQ(cuda, cpu) << "V " << V;
+  }
+}
+
+TEST(SamplingTwin, NonFiniteRowsMatchCpu) {
+  TANDEM_SKIP_WITHOUT_CUDA_DEVICE();
+  auto gpu = testing::cuda_backend();
+  for (int V : {32000, 5}) {
+    std::mt19937 rng(7u + static_cast<uint32_t>(V));
+    std::vector<std::vector<float>> rows;
+    for (int r = 0; r < 4; ++r) rows.push_back(random_row(V, rng));
+    for (float bad : {kNaN, kInf, -kInf}) {
+      for (int at : {0, V / 2, V - 1}) {
+        std::vector<float> row = random_row(V, rng);
+        row[at] = bad;  // first, middle, last entry: every thread's share is read
+        rows.push_back(row);
+      }
+    }
+    rows.emplace_back(V, std::numeric_limits<float>::max());  // large, yet finite
+    std::vector<float> flat;
+    for (const auto& row : rows) flat.insert(flat.end(), row.begin(), row.end());
+    const int n = static_cast<int>(rows.size());
+    std::vector<uint8_t> cpu(n, 7), cuda(n, 7);
+    make_cpu_backend()->find_nonfinite_rows(flat.data(), n, V, cpu.data());
+    Buffer logits = testing::to_backend(*gpu, flat);
+    gpu->find_nonfinite_rows(logits.data(), n, V, cuda.data());
+    EXPECT_EQ(cuda, cpu) << "V " << V;
+    EXPECT_EQ(std::count(cpu.begin(), cpu.end(), 1), 9) << "V " << V;
   }
 }
 

@@ -14,10 +14,6 @@
 // prints vLLM's result block, and, when the server exposes Tandem's
 // /metrics, the speculation figures of that run. --json writes every figure
 // and the configuration; --plots writes SVG charts.
-#include <boost/asio/connect.hpp>
-#include <boost/asio/ip/tcp.hpp>
-#include <boost/beast/core.hpp>
-#include <boost/beast/http.hpp>
 #include <cmath>
 #include <cstdio>
 #include <filesystem>
@@ -31,6 +27,7 @@
 #include "tools/loadtest/completion_client.h"
 #include "tools/loadtest/conversation_runner.h"
 #include "tools/loadtest/load_runner.h"
+#include "tools/loadtest/plain_request.h"
 #include "tools/loadtest/report.h"
 #include "tools/loadtest/server_metrics_scrape.h"
 #include "tools/loadtest/statistics.h"
@@ -42,25 +39,11 @@ namespace {
 
 using nlohmann::json;
 
-// GET http://host:port/metrics; empty when the server has none.
+// GET http://host:port/metrics; empty when the server has none (or does not
+// answer within 30 s).
 std::string fetch_metrics(const Endpoint& endpoint) {
-  namespace asio = boost::asio;
-  namespace http = boost::beast::http;
-  try {
-    asio::io_context context;
-    asio::ip::tcp::socket socket(context);
-    asio::ip::tcp::resolver resolver(context);
-    asio::connect(socket, resolver.resolve(endpoint.host, std::to_string(endpoint.port)));
-    http::request<http::empty_body> request(http::verb::get, "/metrics", 11);
-    request.set(http::field::host, endpoint.host);
-    http::write(socket, request);
-    boost::beast::flat_buffer buffer;
-    http::response<http::string_body> response;
-    http::read(socket, buffer, response);
-    return response.result_int() == 200 ? response.body() : std::string();
-  } catch (const std::exception&) {
-    return {};
-  }
+  const PlainResponse response = plain_request(endpoint, {"GET", "/metrics", ""}, std::chrono::seconds(30));
+  return response.status == 200 ? response.body : std::string();
 }
 
 struct SweepPoint {

@@ -1,0 +1,98 @@
+// The HTTP request path: arbitrary bytes arrive on a connection and are read
+// as HttpServer::serve_connection reads them (coordinator/http/http_server.cpp):
+// Beast's request parser limited as the server limits it
+// (limit_request_parser, with the default deployment's max_body_bytes), the
+// header first, then the body, request after request on one buffer while
+// the client keeps the connection alive. What the server would answer by
+// itself (413, 400 for a malformed request) must be an OpenAI-shaped error;
+// every request that parses goes on as ApiService::handle takes it without
+// an engine: the route looked up (find_route), and the body of a POST to
+// the completions or chat route parsed, rendered and tokenized
+// (route_checks.h, which says what must hold).
+#include <cstdint>
+#include <string>
+#include <string_view>
+
+#include <boost/asio/io_context.hpp>
+#include <boost/beast/_experimental/test/stream.hpp>
+#include <boost/beast/core/flat_buffer.hpp>
+#include <boost/beast/http/read.hpp>
+
+#include "coordinator/http/exchange.h"
+#include "coordinator/http/request_parser.h"
+#include "coordinator/server/routes.h"
+#include "tests/fuzz/route_checks.h"
+
+namespace {
+
+namespace asio = boost::asio;
+namespace beast = boost::beast;
+namespace bhttp = boost::beast::http;
+using tandem::fuzz::fuzz_check;
+
+// A connection carries a handful of pipelined requests at most in practice;
+// the bound keeps one input's work small.
+constexpr int kMaxRequestsPerConnection = 16;
+
+tandem::http::HttpOptions server_options() {
+  tandem::http::HttpOptions options;
+  options.max_body_bytes =
+      static_cast<size_t>(tandem::fuzz::served_model().config.server.max_body_bytes);
+  return options;
+}
+
+// The error the server writes itself must serialize as JSON.
+void check_own_answer(const tandem::api::ApiError& error) {
+  const auto body = nlohmann::json::parse(tandem::api::error_json(error), nullptr, false);
+  fuzz_check(!body.is_discarded(), "the server's own error body is not JSON");
+}
+
+// ApiService::handle up to the engine: a request that does not reach a
+// route's body parser is answered from the route table alone.
+void handle(const tandem::http::Exchange& exchange) {
+  const tandem::fuzz::ServedModel& served = tandem::fuzz::served_model();
+  const std::string_view path = exchange.path();
+  fuzz_check(path.find('?') == std::string_view::npos, "a path kept its query string");
+  const tandem::Route* route = tandem::find_route(path);
+  if (!route || exchange.request().method() != route->method) return;  // 404, 405
+  const std::string& body = exchange.request().body();
+  if (route->path == "/v1/completions") tandem::fuzz::completion_route(body, served);
+  if (route->path == "/v1/chat/completions") tandem::fuzz::chat_route(body, served);
+}
+
+}  // namespace
+
+extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
+  static const tandem::http::HttpOptions options = server_options();
+  static asio::io_context context;
+  // The connection a handler's Exchange would write to; never written here.
+  static beast::tcp_stream unused_connection(context);
+
+  // The client's bytes, then its end of the connection closes.
+  beast::test::stream connection(context, std::string_view(reinterpret_cast<const char*>(data), size));
+  connection.close_remote();
+  beast::flat_buffer buffer;
+  for (int served = 0; served < kMaxRequestsPerConnection; ++served) {
+    tandem::http::RequestParser parser;
+    tandem::http::limit_request_parser(parser, options);
+    beast::error_code ec;
+    bhttp::read_header(connection, buffer, parser, ec);
+    // (An `Expect: 100-continue` gets its interim answer here; it changes
+    // nothing in what is read.)
+    if (!ec) bhttp::read(connection, buffer, parser, ec);
+    if (ec == bhttp::error::body_limit) {
+      check_own_answer(tandem::api::payload_too_large("the request body exceeds server.max_body_bytes"));
+      break;
+    }
+    if (ec == bhttp::error::end_of_stream || ec == asio::error::eof) break;
+    if (ec) {
+      check_own_answer(tandem::api::invalid_request(
+          std::nullopt, std::string("malformed HTTP request: ") + ec.message()));
+      break;
+    }
+    const tandem::http::Exchange exchange(unused_connection, parser.release());
+    handle(exchange);
+    if (!exchange.request().keep_alive()) break;
+  }
+  return 0;
+}
