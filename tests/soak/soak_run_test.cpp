@@ -46,6 +46,9 @@ bool valid_body(const std::string& text) {
     if (key == "max_tokens" && !(value.is_number_integer() && value.get<int>() >= 1 && value.get<int>() <= 4096))
       return false;
     if (key == "temperature" && !value.is_number()) return false;
+    // Not 0, but 0 as the engine's float: the real server refuses it.
+    if (key == "temperature" && value.get<double>() != 0 && static_cast<float>(value.get<double>()) == 0)
+      return false;
     if (key == "top_p" || key == "no_such_field") return false;
   }
   return true;
