@@ -4,6 +4,7 @@
 #include <limits>
 
 #include "coordinator/api/json_fields.h"
+#include "coordinator/config/deployment_config.h"
 
 namespace tandem::api {
 namespace {
@@ -392,6 +393,18 @@ CompletionRequest parse_completion_request(std::string_view body, const RequestL
                           "The 'stream_options' parameter is only allowed when 'stream' is enabled.");
   }
   return request;
+}
+
+RequestLimits request_limits_of(const DeploymentConfig& config) {
+  RequestLimits limits;
+  limits.default_max_tokens = config.sampling.max_tokens;
+  limits.default_temperature = config.sampling.temperature;
+  limits.default_top_p = config.sampling.top_p;
+  limits.default_top_k = config.sampling.top_k;
+  limits.max_tokens_limit = config.limits.max_tokens;
+  limits.max_stop_sequences = config.limits.max_stop_sequences;
+  limits.served_model_name = config.server.served_model_name;
+  return limits;
 }
 
 }  // namespace tandem::api

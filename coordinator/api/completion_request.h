@@ -22,6 +22,10 @@
 #include "coordinator/api/json_body.h"  // parse_request_body, for both routes
 #include "coordinator/api/json_fields.h"
 
+namespace tandem {
+struct DeploymentConfig;  // coordinator/config/deployment_config.h
+}  // namespace tandem
+
 namespace tandem::api {
 
 // Defaults for absent fields and caps on present ones; the server fills these
@@ -36,6 +40,10 @@ struct RequestLimits {
   std::string served_model_name;   // the one model id this server answers to
   int vocab_size = 0;              // token ids in a prompt must be below this
 };
+
+// The limits a deployment puts on every request: its `sampling` defaults, its
+// `limits` and its served model name. vocab_size is the model's, left 0.
+RequestLimits request_limits_of(const DeploymentConfig& config);
 
 // Nesting allowed in a body; the deepest legitimate completion request is 3
 // levels ({"prompt": [[1, 2]]}), a chat request about 6 plus the nesting of

@@ -42,14 +42,7 @@ ServiceSettings service_settings(const DeploymentConfig& config) {
   settings.access.allowed_hosts =
       config.server.allowed_hosts.value_or(web::default_allowed_hosts(config.server.host));
   settings.access.cors_origins = config.server.cors_origins;
-  api::RequestLimits& limits = settings.limits;
-  limits.default_max_tokens = config.sampling.max_tokens;
-  limits.default_temperature = config.sampling.temperature;
-  limits.default_top_p = config.sampling.top_p;
-  limits.default_top_k = config.sampling.top_k;
-  limits.max_tokens_limit = config.limits.max_tokens;
-  limits.max_stop_sequences = config.limits.max_stop_sequences;
-  limits.served_model_name = config.server.served_model_name;
+  settings.limits = api::request_limits_of(config);
   settings.request_timeout = seconds_to_ms(config.server.request_timeout_seconds);
   settings.max_prompt_tokens = config.limits.max_prompt_tokens;
   settings.gamma.automatic = config.speculation.gamma_auto;

@@ -1,6 +1,6 @@
 // What the server does with a request body before the engine, shared by the
 // request fuzzers and the HTTP fuzzer: the default deployment's limits
-// (configs/local.yaml, filled in as coordinator/server/server_app.cpp does),
+// (configs/local.yaml, through api::request_limits_of as the server),
 // the tiny target's tokenizer and chat template, and each route's parse,
 // render and tokenize (completion_route.cpp, chat_route.cpp) up to the
 // engine job, with what every accepted request and every refusal must be.
@@ -36,14 +36,7 @@ struct ServedModel {
 inline const ServedModel& served_model() {
   static const ServedModel model = [] {
     DeploymentConfig config = load_deployment(TANDEM_SOURCE_DIR "/configs/local.yaml");
-    api::RequestLimits limits;
-    limits.default_max_tokens = config.sampling.max_tokens;
-    limits.default_temperature = config.sampling.temperature;
-    limits.default_top_p = config.sampling.top_p;
-    limits.default_top_k = config.sampling.top_k;
-    limits.max_tokens_limit = config.limits.max_tokens;
-    limits.max_stop_sequences = config.limits.max_stop_sequences;
-    limits.served_model_name = config.server.served_model_name;
+    api::RequestLimits limits = api::request_limits_of(config);
     const std::string model_dir = TANDEM_SOURCE_DIR "/models/tiny/target";
     Tokenizer tokenizer = Tokenizer::load(model_dir);
     limits.vocab_size = tokenizer.vocab_size();  // the tiny target's config.json says the same
