@@ -6,9 +6,11 @@
 // the client keeps the connection alive. What the server would answer by
 // itself (413, 400 for a malformed request) must be an OpenAI-shaped error;
 // every request that parses goes on as ApiService::handle takes it without
-// an engine: the route looked up (find_route), and the body of a POST to
-// the completions or chat route parsed, rendered and tokenized
-// (route_checks.h, which says what must hold).
+// an engine: the gate's checks (request_gate.h: Host, Origin, preflight,
+// the API key's header, the body's type), each refusal a 4xx, the route
+// looked up (find_route), and the body of a POST to the completions or chat
+// route parsed, rendered and tokenized (route_checks.h, which says what must
+// hold).
 #include <cstdint>
 #include <string>
 #include <string_view>
@@ -20,6 +22,7 @@
 
 #include "coordinator/http/exchange.h"
 #include "coordinator/http/request_parser.h"
+#include "coordinator/server/request_gate.h"
 #include "coordinator/server/routes.h"
 #include "tests/fuzz/route_checks.h"
 
@@ -47,15 +50,34 @@ void check_own_answer(const tandem::api::ApiError& error) {
   fuzz_check(!body.is_discarded(), "the server's own error body is not JSON");
 }
 
-// ApiService::handle up to the engine: a request that does not reach a
-// route's body parser is answered from the route table alone.
+// A refusal of the gate: the client's fault (4xx), and a JSON body.
+void check_refusal(const std::optional<tandem::api::ApiError>& refusal) {
+  fuzz_check(refusal->status >= 400 && refusal->status < 500, "the gate refused with a non-4xx status");
+  check_own_answer(*refusal);
+}
+
+// ApiService::handle up to the engine, in request_gate.h's order; only a
+// request every check passes reaches a route's body parser.
 void handle(const tandem::http::Exchange& exchange) {
+  namespace gate = tandem::gate;
+  static const gate::Access access;  // the default: loopback names, no other origin
   const tandem::fuzz::ServedModel& served = tandem::fuzz::served_model();
+  const tandem::http::Request& request = exchange.request();
   const std::string_view path = exchange.path();
   fuzz_check(path.find('?') == std::string_view::npos, "a path kept its query string");
+  if (auto refusal = gate::refuse_caller(request, access)) return check_refusal(refusal);
+  (void)gate::is_cross_origin(request);
   const tandem::Route* route = tandem::find_route(path);
-  if (!route || exchange.request().method() != route->method) return;  // 404, 405
-  const std::string& body = exchange.request().body();
+  if (route && request.method() == bhttp::verb::options) {
+    const tandem::http::Response answer = gate::preflight_response(request, bhttp::to_string(route->method));
+    fuzz_check(answer.result_int() == 204, "a preflight was not answered 204");
+    return;
+  }
+  if (!route || request.method() != route->method) return;  // 404, 405
+  if (auto refusal = gate::refuse_credentials(request, "key")) check_refusal(refusal);  // then goes on: no key configured
+  if (route->method != bhttp::verb::post) return;
+  if (auto refusal = gate::refuse_body_type(request)) return check_refusal(refusal);
+  const std::string& body = request.body();
   if (route->path == "/v1/completions") tandem::fuzz::completion_route(body, served);
   if (route->path == "/v1/chat/completions") tandem::fuzz::chat_route(body, served);
 }
