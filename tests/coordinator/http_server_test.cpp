@@ -109,6 +109,12 @@ TEST(AcceptBackoff, DoublesUpToOneSecondAndStartsOverAfterASuccess) {
 }
 
 TEST(HttpServer, AcceptErrorsBackOffInsteadOfSpinning) {
+#ifdef __SANITIZE_ADDRESS__  // make test-sanitize
+  // UBSan's vptr check probes whether memory is readable through a pipe();
+  // with every descriptor taken that fails, and it reports live Asio objects
+  // as "invalid vptr" (seen on timer queues, strands, shared_ptr blocks).
+  GTEST_SKIP() << "takes every file descriptor, which the sanitizer runtime needs";
+#endif
   EchoServer server;
   FileLimit limit(16);
   // Every descriptor is taken but one, which the client's socket takes: the
