@@ -12,14 +12,18 @@ mkdir -p "$work"
 if [ ! -f "$work/node_modules/openai/package.json" ]; then
   npm install --silent --no-audit --no-fund --prefix "$work" openai@6.30.1 >/dev/null
 fi
-cp "$source/tests/server/openai_client.mjs" "$work/"
+# Every openai_client*.mjs beside this script is one group of checks.
+cp "$source"/tests/server/openai_client*.mjs "$work/"
 
 log="$work/server.log"
 cd "$source"
 source "$source/tests/support/start_tandem_server.sh"
 start_tandem_server "$tandem" "$log"
 
-node "$work/openai_client.mjs" "http://127.0.0.1:$port/v1"
+for script in "$work"/openai_client*.mjs; do
+  echo "== $(basename "$script")"
+  node "$script" "http://127.0.0.1:$port/v1"
+done
 
 stop_gracefully
 status=0
