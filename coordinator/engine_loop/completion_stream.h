@@ -25,6 +25,9 @@ struct CompletionEnd {
   api::Usage usage;
   api::SpeculationReport speculation;
   std::optional<api::ApiError> error;  // set when it ended in an error
+  // Σ logprob of the emitted tokens, when the request asked for logprobs
+  // (best_of ranks choices by it).
+  std::optional<double> cumulative_logprob;
 };
 
 class CompletionStream {

@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "common/error.h"
@@ -18,6 +19,15 @@
 
 namespace tandem {
 
+// One token's log-probability under the target's distribution (as sampled
+// from: after temperature, filters and penalties; greedy: the processed
+// logits' log-softmax), and the `top` most likely tokens, most likely first.
+struct TokenLogprob {
+  int32_t token = 0;
+  float logprob = 0.0f;
+  std::vector<std::pair<int32_t, float>> top;
+};
+
 struct SpeculationRequest {
   std::vector<int32_t> prompt;
   int max_new_tokens = 64;
@@ -27,6 +37,8 @@ struct SpeculationRequest {
   float lenience = 1.0f;  // 1 = lossless; anything else is reported as lossy
   std::string drafter;    // a drafter's name(); empty = the engine's first drafter
   bool pipeline = true;   // may be drafted ahead or apart (false: lockstep, for comparisons)
+  int logprobs = -1;      // -1: none; N >= 0: each generated token's logprob and its top N
+  bool prompt_logprobs = false;  // echo: the prompt's tokens scored by the target in prefill
 };
 
 // Per-session speculation statistics (what `usage.speculation` reports).
@@ -58,6 +70,8 @@ struct SpeculationResult {
   FinishReason finish = FinishReason::running;
   SpeculationStats stats;
   std::optional<Error> error;   // when finish is failed
+  std::vector<TokenLogprob> logprobs;         // one per token of `tokens`, when asked
+  std::vector<TokenLogprob> prompt_logprobs;  // one per prompt token after the first, when asked
 };
 
 enum class SessionState { waiting, running, finished };
