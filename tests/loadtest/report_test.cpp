@@ -245,6 +245,16 @@ TEST(CdfSeries, RisesFromZeroToOneOverSortedValues) {
   EXPECT_TRUE(cdf_series("none", {}).x.empty());
 }
 
+TEST(ProgressLine, AddsRateAndTimeLeftAtThatRate) {
+  // 25 of 100 in 10 s: 2.5 req/s, 75 left take 30 s.
+  EXPECT_EQ(progress_line(25, 100, 10.0, 8), progress_bar(25, 100, 8) + "  2.5 req/s  ETA 30 s");
+  EXPECT_EQ(progress_line(100, 100, 20.0, 8), progress_bar(100, 100, 8) + "  5.0 req/s  ETA 0 s");
+  // Nothing ended yet: no rate to go by.
+  EXPECT_EQ(progress_line(0, 100, 3.0, 8), progress_bar(0, 100, 8) + "  - req/s  ETA -");
+  // Bounded by time only: a count, no bar, no ETA.
+  EXPECT_EQ(progress_line(42, 0, 12.0, 8), "42 done  3.5 req/s");
+}
+
 TEST(ConversationReport, LineAndJsonCarryEachConversationsTotals) {
   std::vector<ConversationTotals> totals(3);
   totals[0] = {"c.jsonl:1", 3, 3, 0, 120, 45, 1.25, true};

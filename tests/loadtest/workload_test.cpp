@@ -203,6 +203,13 @@ TEST(SyntheticWorkload, RejectsTooSmallCorpusAndBadLengths) {
   EXPECT_NO_THROW(synthetic_workload(corpus, 1, {9, 1}, {4, 3}, 0));
 }
 
+// The corpus built into the library is the file, line for line, so the
+// tool needs no file and no particular working directory.
+TEST(ReadCorpus, TheBuiltInCorpusIsTheHeldOutFile) {
+  const std::filesystem::path path = std::filesystem::path(TANDEM_SOURCE_DIR) / "tools/loadtest/heldout.jsonl";
+  EXPECT_EQ(read_default_corpus(), read_corpus(path));
+}
+
 TEST(ReadCorpus, ReadsTheHeldOutText) {
   const std::filesystem::path path = std::filesystem::path(TANDEM_SOURCE_DIR) / "tools/loadtest/heldout.jsonl";
   const std::vector<std::string> texts = read_corpus(path);

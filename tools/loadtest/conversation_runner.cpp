@@ -95,6 +95,7 @@ class Replay {
                                                      to_duration(shape_.request_timeout_seconds));
         in_flight_.emplace(index, call);
         records_[index] = co_await call->run(request, start_);
+        fail_empty_completion(records_[index]);
         in_flight_.erase(index);
         ++finished_;
         if (progress_) progress_(finished_, shape_.max_requests);

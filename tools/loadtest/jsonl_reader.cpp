@@ -23,10 +23,16 @@ void for_each_jsonl_object(
   std::ifstream in(path);
   require(in.is_open(), ErrorKind::not_found,
           [&] { return "cannot open " + path.string() + ": check the path and that it is readable"; });
+  for_each_jsonl_object(in, path.string(), on_object);
+}
+
+void for_each_jsonl_object(
+    std::istream& in, const std::string& name,
+    const std::function<void(const nlohmann::json&, const std::string&)>& on_object) {
   std::string line;
   for (std::size_t line_number = 1; std::getline(in, line); ++line_number) {
     if (is_blank(line)) continue;
-    const std::string where = path.string() + ":" + std::to_string(line_number);
+    const std::string where = name + ":" + std::to_string(line_number);
     nlohmann::json object;
     try {
       object = nlohmann::json::parse(line);

@@ -5,6 +5,7 @@
 
 #include <filesystem>
 #include <functional>
+#include <istream>
 #include <string>
 
 #include <nlohmann/json.hpp>
@@ -17,6 +18,12 @@ namespace tandem::loadtest {
 // that is not JSON or not an object.
 void for_each_jsonl_object(
     const std::filesystem::path& path,
+    const std::function<void(const nlohmann::json& object, const std::string& where)>& on_object);
+
+// The same over text already open (e.g. the corpus built into the binary),
+// whose lines are named "name:line".
+void for_each_jsonl_object(
+    std::istream& in, const std::string& name,
     const std::function<void(const nlohmann::json& object, const std::string& where)>& on_object);
 
 }  // namespace tandem::loadtest

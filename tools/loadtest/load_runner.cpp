@@ -111,6 +111,7 @@ class LoadRun {
 
   asio::awaitable<void> run_one(std::shared_ptr<CompletionCall> call, size_t index) {
     records_[index] = co_await call->run(bodies_[index % bodies_.size()], start_);
+    fail_empty_completion(records_[index]);
     in_flight_.erase(index);
     ++finished_;
     if (progress_) progress_(finished_, shape_.max_requests);

@@ -2,6 +2,7 @@
 #include "tools/loadtest/report.h"
 
 #include <algorithm>
+#include <cmath>
 #include <cstdio>
 #include <string_view>
 
@@ -167,6 +168,19 @@ std::string progress_bar(size_t done, size_t total, int width) {
   done_text.insert(0, total_text.size() - done_text.size(), ' ');
   return "[" + std::string(filled, '#') + std::string(cells - filled, '.') + "] " + done_text +
          "/" + total_text;
+}
+
+std::string progress_line(size_t done, size_t total, double elapsed_seconds, int width) {
+  const bool measured = done > 0 && elapsed_seconds > 0;
+  const double rate = measured ? static_cast<double>(done) / elapsed_seconds : 0.0;
+  const std::string rate_text = measured ? fixed(rate, 1) + " req/s" : std::string("- req/s");
+  if (total == 0) return count(static_cast<long long>(done)) + " done  " + rate_text;
+  std::string eta = "-";
+  if (measured) {
+    const double left = static_cast<double>(total - std::min(done, total)) / rate;
+    eta = std::to_string(std::llround(left)) + " s";
+  }
+  return progress_bar(done, total, width) + "  " + rate_text + "  ETA " + eta;
 }
 
 }  // namespace tandem::loadtest

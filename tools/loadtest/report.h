@@ -39,4 +39,10 @@ nlohmann::json conversations_json(const std::vector<ConversationTotals>& convers
 // (done is capped at total), then the count right-aligned to total's digits.
 std::string progress_bar(size_t done, size_t total, int width);
 
+// The progress bar with the rate so far and the time left at that rate:
+// "[#####.......]  42/100  3.5 req/s  ETA 17 s". A run bounded by time only
+// (total 0) has no bar and no ETA: "42 done  3.5 req/s". The rate and ETA
+// read "-" until a request has ended.
+std::string progress_line(size_t done, size_t total, double elapsed_seconds, int width);
+
 }  // namespace tandem::loadtest

@@ -23,4 +23,23 @@ struct RequestRecord {
   std::string text;         // the generated text
 };
 
+// The error of a 200 stream that carried no text (or counted no completion
+// tokens): a failed request, as vLLM's benchmark client counts it, never a
+// success with a TTFT of 0.
+inline constexpr const char* kEmptyCompletion =
+    "empty completion: the stream carried no text (0 completion tokens)";
+
+// Turns a successful record without any generated text, or whose usage
+// counts no completion tokens, into a failure (kEmptyCompletion); its TTFT
+// and ITL are cleared, since no token arrived to time. The load generator's
+// runners (load_runner, conversation_runner) apply it to every record;
+// CompletionCall itself does not, so tools/soak/ keeps judging its own mix.
+inline void fail_empty_completion(RequestRecord& record) {
+  if (!record.ok || (!record.text.empty() && record.output_tokens > 0)) return;
+  record.ok = false;
+  record.error = kEmptyCompletion;
+  record.ttft = 0;
+  record.itl.clear();
+}
+
 }  // namespace tandem::loadtest

@@ -68,13 +68,16 @@ double nice_step(double rough) {
   return 10 * power;
 }
 
-Axis linear_axis(double lo, double hi) {
+// integer: the values are counts, so a tick between two whole numbers
+// (concurrency 2.5) would name a load never run.
+Axis linear_axis(double lo, double hi, bool integer = false) {
   if (hi <= lo) {  // one value: centre it in a range of its own size (or 1)
     const double half = lo == 0 ? 1.0 : std::abs(lo) * 0.5;
     lo -= half;
     hi += half;
   }
-  const double step = nice_step((hi - lo) / (kTargetTicks - 1));
+  double step = nice_step((hi - lo) / (kTargetTicks - 1));
+  if (integer) step = std::max(1.0, std::round(step));
   Axis axis;
   axis.lo = std::floor(lo / step) * step;
   axis.hi = std::ceil(hi / step) * step;
@@ -90,7 +93,7 @@ Axis linear_axis(double lo, double hi) {
   return axis;
 }
 
-Axis log_axis(double lo, double hi) {
+Axis log_axis(double lo, double hi, bool integer = false) {
   const double first = std::floor(std::log10(lo));
   double last = std::ceil(std::log10(hi));
   if (last <= first) last = first + 1;
@@ -103,6 +106,7 @@ Axis log_axis(double lo, double hi) {
     const double power = std::pow(10.0, decade);
     for (double multiple : {1.0, 2.0, 5.0}) {
       if (multiple != 1.0 && (!few_decades || decade == last)) continue;
+      if (integer && multiple * power < 1) continue;  // no tick at a fraction of a count
       char text[32];
       std::snprintf(text, sizeof text, "%g", multiple * power);
       axis.ticks.emplace_back(multiple * power, text);
@@ -156,26 +160,51 @@ std::string draw_axes(const Box& plot, const Axis& x_axis, const Axis& y_axis) {
   return out + "</g>\n";
 }
 
-std::string series_style(size_t index) {
-  std::string style = std::string("stroke=\"") + kPalette[index % kPaletteSize] + "\"";
-  if (index >= kPaletteSize) style += " stroke-dasharray=\"6 3\"";
+std::string colour_of(const Series& series, size_t index) {
+  return series.colour.empty() ? palette_colour(index) : series.colour;
+}
+
+// Past the palette's ten colours, lines repeat them dashed, unless the
+// caller chose colour and dash itself.
+std::string series_style(const Series& series, size_t index) {
+  std::string style = "stroke=\"" + colour_of(series, index) + "\"";
+  const std::string dash = !series.dash.empty()                         ? series.dash
+                           : series.colour.empty() && index >= kPaletteSize ? "6 3"
+                                                                            : "";
+  if (!dash.empty()) style += " stroke-dasharray=\"" + dash + "\"";
   return style;
 }
 
-std::string draw_series(const Box& plot, const Axis& x_axis, const Axis& y_axis,
+std::string dot(double x, double y, const std::string& colour) {
+  return "<circle class=\"marker\" cx=\"" + num(x) + "\" cy=\"" + num(y) +
+         "\" r=\"3.5\" fill=\"" + colour + "\"/>\n";
+}
+
+std::string draw_series(const Chart& chart, const Box& plot, const Axis& x_axis, const Axis& y_axis,
                         const std::vector<std::pair<double, double>>& points, size_t index) {
   auto px = [&](double x) { return plot.left + x_axis.fraction(x) * (plot.right - plot.left); };
   auto py = [&](double y) { return plot.bottom - y_axis.fraction(y) * (plot.bottom - plot.top); };
   if (points.empty()) return "";
-  if (points.size() == 1) {
-    return "<circle cx=\"" + num(px(points[0].first)) + "\" cy=\"" + num(py(points[0].second)) +
-           "\" r=\"3.5\" fill=\"" + kPalette[index % kPaletteSize] + "\"/>\n";
+  const Series& series = chart.series[index];
+  const std::string colour = colour_of(series, index);
+  if (points.size() == 1) return dot(px(points[0].first), py(points[0].second), colour);
+  std::string out;
+  if (chart.step) {  // hold each y until the next x, then jump: "H x V y" per point
+    std::string d = "M" + num(px(points[0].first)) + "," + num(py(points[0].second));
+    for (size_t i = 1; i < points.size(); ++i)
+      d += " H" + num(px(points[i].first)) + " V" + num(py(points[i].second));
+    out = "<path fill=\"none\" stroke-width=\"2\" " + series_style(series, index) + " d=\"" +
+          d + "\"/>\n";
+  } else {
+    std::string coordinates;
+    for (const auto& [x, y] : points) coordinates += num(px(x)) + "," + num(py(y)) + " ";
+    coordinates.pop_back();
+    out = "<polyline fill=\"none\" stroke-width=\"2\" " + series_style(series, index) +
+          " points=\"" + coordinates + "\"/>\n";
   }
-  std::string coordinates;
-  for (const auto& [x, y] : points) coordinates += num(px(x)) + "," + num(py(y)) + " ";
-  coordinates.pop_back();
-  return "<polyline fill=\"none\" stroke-width=\"2\" " + series_style(index) + " points=\"" +
-         coordinates + "\"/>\n";
+  if (chart.markers)
+    for (const auto& [x, y] : points) out += dot(px(x), py(y), colour);
+  return out;
 }
 
 std::string draw_legend(const Chart& chart, double left, double top) {
@@ -183,7 +212,7 @@ std::string draw_legend(const Chart& chart, double left, double top) {
   for (size_t i = 0; i < chart.series.size(); ++i) {
     const double y = top + 18.0 * static_cast<double>(i);
     out += "<line x1=\"" + num(left) + "\" y1=\"" + num(y) + "\" x2=\"" + num(left + 22) +
-           "\" y2=\"" + num(y) + "\" stroke-width=\"3\" " + series_style(i) + "/>\n";
+           "\" y2=\"" + num(y) + "\" stroke-width=\"3\" " + series_style(chart.series[i], i) + "/>\n";
     out += text_element(left + 28, y + 4, "start", chart.series[i].name);
   }
   return out + "</g>\n";
@@ -228,14 +257,16 @@ std::string render_svg(const Chart& chart, int width, int height) {
     y_lo = 0;
     y_hi = 1;
   }
-  const Axis x_axis = chart.log_x ? log_axis(x_lo, x_hi) : linear_axis(x_lo, x_hi);
+  const Axis x_axis = chart.log_x ? log_axis(x_lo, x_hi, chart.integer_x)
+                                  : linear_axis(x_lo, x_hi, chart.integer_x);
   const Axis y_axis = linear_axis(y_lo, y_hi);
 
   // The legend column is as wide as the longest name (about 7 px a letter at
   // 12 px), capped so the plot keeps most of the width.
   const double legend_width =
       chart.series.empty() ? 0 : std::min(40.0 + 7.0 * static_cast<double>(longest_name), width * 0.35);
-  const Box plot{72, 40, width - 20 - legend_width, static_cast<double>(height) - 52};
+  const double caption_height = chart.caption.empty() ? 0 : 18;
+  const Box plot{72, 40, width - 20 - legend_width, height - 52 - caption_height};
 
   std::string out = "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n"
                     "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"" + std::to_string(width) +
@@ -245,18 +276,24 @@ std::string render_svg(const Chart& chart, int width, int height) {
   out += "<rect width=\"100%\" height=\"100%\" fill=\"white\"/>\n";
   out += text_element(width / 2.0, 24, "middle", chart.title, " font-size=\"15\" font-weight=\"bold\"");
   out += draw_axes(plot, x_axis, y_axis);
-  for (size_t i = 0; i < points.size(); ++i) out += draw_series(plot, x_axis, y_axis, points[i], i);
+  for (size_t i = 0; i < points.size(); ++i)
+    out += draw_series(chart, plot, x_axis, y_axis, points[i], i);
   if (!has_data)
     out += text_element((plot.left + plot.right) / 2, (plot.top + plot.bottom) / 2, "middle",
                         "no data", " font-size=\"14\" fill=\"#999\"");
   out += draw_legend(chart, plot.right + 14, plot.top + 6);
-  out += text_element((plot.left + plot.right) / 2, height - 12.0, "middle", chart.x_label,
+  out += text_element((plot.left + plot.right) / 2, plot.bottom + 40, "middle", chart.x_label,
                       " font-size=\"12\"");
+  if (!chart.caption.empty())
+    out += text_element(width / 2.0, height - 8.0, "middle", chart.caption,
+                        " class=\"caption\" font-size=\"11\" fill=\"#666\"");
   const std::string y_label_at = num(16) + "," + num((plot.top + plot.bottom) / 2);
   out += "<text transform=\"translate(" + y_label_at + ") rotate(-90)\" text-anchor=\"middle\"" +
          " font-size=\"12\">" + escape_xml(chart.y_label) + "</text>\n";
   return out + "</svg>\n";
 }
+
+std::string palette_colour(size_t index) { return kPalette[index % kPaletteSize]; }
 
 Series cdf_series(std::string name, std::vector<double> values_ms) {
   Series series{std::move(name), {}, {}};

@@ -3,8 +3,10 @@
 #include <cctype>
 #include <limits>
 #include <random>
+#include <sstream>
 
 #include "common/error.h"
+#include "tools/loadtest/default_corpus.h"
 #include "tools/loadtest/jsonl_reader.h"
 
 namespace tandem::loadtest {
@@ -83,14 +85,30 @@ std::vector<WorkItem> read_jsonl(const std::filesystem::path& path) {
   return items;
 }
 
-std::vector<std::string> read_corpus(const std::filesystem::path& jsonl) {
-  std::vector<std::string> texts;
-  for_each_jsonl_object(jsonl, [&](const nlohmann::json& object, const std::string& where) {
+namespace {
+
+// Collects each line's "text" into texts.
+auto corpus_collector(std::vector<std::string>& texts) {
+  return [&texts](const nlohmann::json& object, const std::string& where) {
     const auto text = object.find("text");
     require(text != object.end() && text->is_string(), ErrorKind::invalid_argument,
             [&] { return where + ": \"text\" must be a string"; });
     texts.push_back(text->get<std::string>());
-  });
+  };
+}
+
+}  // namespace
+
+std::vector<std::string> read_corpus(const std::filesystem::path& jsonl) {
+  std::vector<std::string> texts;
+  for_each_jsonl_object(jsonl, corpus_collector(texts));
+  return texts;
+}
+
+std::vector<std::string> read_default_corpus() {
+  std::vector<std::string> texts;
+  std::istringstream in{std::string(default_corpus_jsonl())};
+  for_each_jsonl_object(in, std::string(kDefaultCorpusName), corpus_collector(texts));
   return texts;
 }
 

@@ -40,6 +40,10 @@ std::vector<WorkItem> read_jsonl(const std::filesystem::path& path);
 // tools/loadtest/heldout.jsonl. Blank lines are skipped.
 std::vector<std::string> read_corpus(const std::filesystem::path& jsonl);
 
+// The same for the held-out corpus built into the binary (default_corpus.h),
+// so synthetic prompts need no file wherever the tool is started from.
+std::vector<std::string> read_default_corpus();
+
 // `count` items whose prompts are runs of whole words cut at random places
 // from the corpus texts (joined by newlines, in order) and whose max_tokens
 // are drawn from output_tokens. Input lengths are counted in words, since the

@@ -9,12 +9,19 @@
 //       [--body JSON] [--variants '{"spec on": {}, "spec off": {"speculation": false}}']
 //       [--slo-ttft-ms X] [--slo-tpot-ms Y] [--slo-e2e-ms Z] [--seed N]
 //       [--json FILE] [--plots DIR] [--model NAME] [--api-key KEY] [--no-metrics]
+//       [--ignore-eos] [--allow-errors] [--quiet]
 //
 // Every sweep point runs each variant in turn (side by side, same prompts),
 // prints vLLM's result block, and, when the server exposes Tandem's
 // /metrics, the speculation figures of that run. --json writes every figure
-// and the configuration; --plots writes SVG charts.
+// and the configuration; --plots writes SVG charts. Failed requests (an
+// empty completion is one) are listed on stderr, the first few with the
+// server's message, and make the exit code 1 unless --allow-errors.
+#include <unistd.h>
+
+#include <chrono>
 #include <cmath>
+#include <ctime>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
@@ -26,12 +33,13 @@
 #include "tools/loadtest/cli/loadtest_flags.h"
 #include "tools/loadtest/completion_client.h"
 #include "tools/loadtest/conversation_runner.h"
+#include "tools/loadtest/failure_log.h"
 #include "tools/loadtest/load_runner.h"
 #include "tools/loadtest/plain_request.h"
 #include "tools/loadtest/report.h"
 #include "tools/loadtest/server_metrics_scrape.h"
 #include "tools/loadtest/statistics.h"
-#include "tools/loadtest/svg_plot.h"
+#include "tools/loadtest/sweep_plots.h"
 #include "tools/loadtest/workload.h"
 
 namespace tandem::loadtest {
@@ -114,7 +122,8 @@ void check_conversation_flags(const LoadtestFlags& flags, Api api) {
 std::vector<WorkItem> workload(const LoadtestFlags& flags, size_t count) {
   if (!flags.conversations.empty()) return {};
   if (!flags.prompts.empty()) return read_jsonl(flags.prompts);
-  const std::vector<std::string> corpus = read_corpus(flags.corpus);
+  const std::vector<std::string> corpus =
+      flags.corpus.empty() ? read_default_corpus() : read_corpus(flags.corpus);
   return synthetic_workload(corpus, std::max<size_t>(count, 1),
                             {flags.input_words, flags.range}, {flags.output_tokens, flags.range},
                             static_cast<uint64_t>(flags.seed));
@@ -131,6 +140,7 @@ std::vector<std::pair<std::string, json>> variants(const LoadtestFlags& flags) {
     }
     require(base.is_object(), ErrorKind::invalid_argument, "--body must be a JSON object");
   }
+  if (flags.ignore_eos) base["ignore_eos"] = true;
   if (flags.variants.empty()) return {{"run", base}};
   nlohmann::ordered_json given;  // variants run in the order given
   try {
@@ -159,13 +169,6 @@ Slo slo(const LoadtestFlags& flags) {
   return s;
 }
 
-std::vector<double> in_ms(const RequestRecord* begin, const RequestRecord* end, bool ttft) {
-  std::vector<double> out;
-  for (const RequestRecord* r = begin; r != end; ++r)
-    if (r->ok) out.push_back(1e3 * (ttft ? r->ttft : r->latency));
-  return out;
-}
-
 void write_file(const std::filesystem::path& path, const std::string& text) {
   std::ofstream out(path);
   require(out.good(), ErrorKind::not_found, "cannot write " + path.string());
@@ -190,7 +193,9 @@ int run_loadtest(const LoadtestFlags& flags) {
           flags.conversations.empty() ? "the workload has no prompts"
                                       : "the conversations file has no conversations");
   const bool scrape = !flags.no_metrics;
-  const bool quiet = flags.quiet;
+  // A progress line redrawn with \r is for a person watching: on a pipe or
+  // in a log file it would only be noise.
+  const bool show_progress_line = !flags.quiet && isatty(STDERR_FILENO) == 1;
 
   json report;
   report["config"] = {{"url", flags.url},
@@ -201,19 +206,27 @@ int run_loadtest(const LoadtestFlags& flags) {
                                                                : flags.prompts},
                       {"requests_per_run", per_run},
                       {"duration_per_run", points.front().shape.max_seconds},
-                      {"seed", flags.seed}};
+                      {"seed", flags.seed},
+                      {"ignore_eos", flags.ignore_eos}};
   report["runs"] = json::array();
 
-  // Per variant: (load, output throughput, p99 TTFT, p99 TPOT) for the sweep plots.
-  std::map<std::string, std::array<Series, 3>> sweep_series;
-  std::vector<Series> ttft_cdfs, e2e_cdfs;
-  for (const SweepPoint& point : points) {
+  std::vector<std::string> variant_names;
+  for (const auto& [variant, overrides] : runs_variants) variant_names.push_back(variant);
+  SweepPlots plots(variant_names);
+  FailureLog failures;
+  for (size_t point_index = 0; point_index < points.size(); ++point_index) {
+    const SweepPoint& point = points[point_index];
     for (const auto& [variant, overrides] : runs_variants) {
       const auto before = scrape ? parse_prometheus(fetch_metrics(endpoint)) : std::map<std::string, double>{};
       double duration = 0;
       const std::string title = variant + ", " + point.label;
+      const auto run_start = std::chrono::steady_clock::now();
       auto show_progress = [&](size_t done, size_t total) {
-        if (!quiet) std::fprintf(stderr, "\r%s  %s", progress_bar(done, total, 40).c_str(), title.c_str());
+        if (!show_progress_line) return;
+        const double elapsed =
+            std::chrono::duration<double>(std::chrono::steady_clock::now() - run_start).count();
+        std::fprintf(stderr, "\r%s  %s\x1b[K", progress_line(done, total, elapsed, 30).c_str(),
+                     title.c_str());
       };
       std::vector<RequestRecord> records;
       std::vector<ConversationTotals> per_conversation;
@@ -238,7 +251,8 @@ int run_loadtest(const LoadtestFlags& flags) {
         records = std::move(replayed.records);
         duration = replayed.duration_seconds;
       }
-      if (!quiet) std::fprintf(stderr, "\n");
+      if (show_progress_line) std::fprintf(stderr, "\n");
+      failures.add_run(title, records);
       const RunSummary summary = summarize(records, duration, objectives);
       std::printf("%s", summary_table(summary, title).c_str());
       json run = {{"variant", variant}, {"load", point.label}, {"x", point.load},
@@ -282,54 +296,32 @@ int run_loadtest(const LoadtestFlags& flags) {
       std::fflush(stdout);
       report["runs"].push_back(run);
 
-      auto& series = sweep_series[variant];
-      for (Series& s : series) s.name = variant;
-      series[0].x.push_back(point.load);
-      series[0].y.push_back(summary.output_throughput);
-      series[1].x.push_back(point.load);
-      series[1].y.push_back(1e3 * summary.ttft.p99);
-      series[2].x.push_back(point.load);
-      series[2].y.push_back(1e3 * summary.tpot.p99);
-      const RequestRecord* first = records.data();
-      ttft_cdfs.push_back(cdf_series(title, in_ms(first, first + records.size(), true)));
-      e2e_cdfs.push_back(cdf_series(title, in_ms(first, first + records.size(), false)));
+      plots.add_run(variant, point_index, point.label, point.load, summary, records);
     }
   }
+  report["requests"] = failures.requests();
+  report["failed"] = failures.failed();
 
   if (!flags.json.empty()) {
     write_file(flags.json, report.dump(2) + "\n");
     std::printf("wrote %s\n", flags.json.c_str());
   }
   if (!flags.plots.empty()) {
-    const std::filesystem::path dir = flags.plots;
-    std::filesystem::create_directories(dir);
-    const std::string load_label = !flags.concurrency.empty() ? "concurrency (requests in flight)"
-                                                              : "offered rate (requests/s)";
-    const char* names[3] = {"output throughput (tokens/s)", "p99 TTFT (ms)", "p99 TPOT (ms)"};
-    const char* files[3] = {"throughput.svg", "p99_ttft.svg", "p99_tpot.svg"};
-    for (int i = 0; i < 3; ++i) {
-      Chart chart;
-      chart.title = std::string(names[i]) + " against load";
-      chart.x_label = load_label;
-      chart.y_label = names[i];
-      chart.log_x = points.size() > 2;
-      for (auto& [variant, series] : sweep_series) chart.series.push_back(series[static_cast<size_t>(i)]);
-      write_file(dir / files[i], render_svg(chart));
-    }
-    auto cdf_chart = [](std::string title, std::string x_label, std::vector<Series> series) {
-      Chart chart;
-      chart.title = std::move(title);
-      chart.x_label = std::move(x_label);
-      chart.y_label = "fraction of requests";
-      chart.series = std::move(series);
-      return chart;
-    };
-    write_file(dir / "ttft_cdf.svg", render_svg(cdf_chart("TTFT distribution", "TTFT (ms)", ttft_cdfs)));
-    write_file(dir / "e2e_cdf.svg",
-               render_svg(cdf_chart("End-to-end latency distribution", "latency (ms)", e2e_cdfs)));
-    std::printf("wrote plots to %s\n", dir.c_str());
+    const std::string url = "http://" + host_header(endpoint) + endpoint.path;
+    plots.write(flags.plots, !flags.concurrency.empty(), points.size(),
+                plot_caption(failures.requests(), failures.failed(),
+                             static_cast<long long>(std::time(nullptr)), url));
+    std::printf("wrote plots to %s\n", flags.plots.c_str());
   }
-  return 0;
+  std::fflush(stdout);
+  if (failures.failed() == 0) return 0;
+  std::fprintf(stderr, "%s", failures.describe().c_str());
+  if (flags.allow_errors) {
+    std::fprintf(stderr, "exit status 0 despite the failures: --allow-errors\n");
+    return 0;
+  }
+  std::fprintf(stderr, "exit status 1: requests failed (--allow-errors accepts that)\n");
+  return 1;
 }
 
 }  // namespace tandem::loadtest

@@ -42,12 +42,16 @@ void add_loadtest_flags(cli::Command& app, LoadtestFlags& f) {
             "--conversations: the assistant text each next turn carries: live = the server's "
             "reply, recorded = the file's")
       .type_name("live|recorded");
-  add_value(app, "--corpus", f.corpus, "the text synthetic prompts are cut from")
-      .type_name("FILE");
+  add_value(app, "--corpus", f.corpus,
+            "the JSONL text ({\"text\": ...} per line) synthetic prompts are cut from; default: "
+            "tools/loadtest/heldout.jsonl, built into the binary")
+      .type_name("FILE.jsonl");
   add_value(app, "--input-words", f.input_words, "synthetic prompts: words per prompt");
   add_value(app, "--output-tokens", f.output_tokens, "max_tokens per request of synthetic prompts, and of conversations that give none");
   add_value(app, "--range", f.range,
             "synthetic prompts: lengths vary uniformly by up to this much either way");
+  add_switch(app, "--ignore-eos", f.ignore_eos,
+             "send \"ignore_eos\": true, so every request generates its max_tokens");
   add_value(app, "--body", f.body, "a JSON object merged into every request body")
       .type_name("JSON");
   add_value(app, "--variants", f.variants,
@@ -66,7 +70,10 @@ void add_loadtest_flags(cli::Command& app, LoadtestFlags& f) {
   add_value(app, "--plots", f.plots, "write SVG charts into this directory").type_name("DIR");
   add_value(app, "--timeout", f.timeout, "seconds one request may take, connect to end of stream");
   add_switch(app, "--no-metrics", f.no_metrics, "do not scrape the server's /metrics");
-  add_switch(app, "--quiet", f.quiet, "no progress bar");
+  add_switch(app, "--quiet", f.quiet,
+             "no progress line (shown, with rate and ETA, only when stderr is a terminal)");
+  add_switch(app, "--allow-errors", f.allow_errors,
+             "exit 0 even when requests failed (they are still listed and counted)");
 }
 
 }  // namespace tandem::loadtest

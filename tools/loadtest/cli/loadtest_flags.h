@@ -25,7 +25,7 @@ struct LoadtestFlags {
   double duration = 0;                   // seconds per run; 0 = unbounded
   // The workload: a JSONL file, or synthetic prompts cut from a corpus.
   std::string prompts;
-  std::string corpus = "tools/loadtest/heldout.jsonl";
+  std::string corpus;  // "" = the held-out text built into the binary (default_corpus.h)
   int input_words = 32;
   int output_tokens = 64;
   int range = 0;
@@ -33,6 +33,7 @@ struct LoadtestFlags {
   std::string conversations;
   int max_turns = 0;             // per conversation; 0 = all
   std::string history = "live";  // or "recorded": which assistant text the next turn carries
+  bool ignore_eos = false;  // every request asks for "ignore_eos": true
   std::string body;      // JSON merged into every request
   std::string variants;  // JSON: name -> overrides, run side by side
   std::optional<double> slo_ttft_ms, slo_tpot_ms, slo_e2e_ms;
@@ -41,13 +42,15 @@ struct LoadtestFlags {
   std::string plots;  // write SVG charts into this directory
   double timeout = 300;  // one request, connect to end of stream
   bool no_metrics = false;
-  bool quiet = false;
+  bool quiet = false;         // no progress line even on a terminal
+  bool allow_errors = false;  // exit 0 although requests failed
 };
 
 // Registers the flags above on app, writing into flags.
 void add_loadtest_flags(cli::Command& app, LoadtestFlags& flags);
 
-// Runs the sweep the flags describe; the exit code (loadtest_command.cpp).
+// Runs the sweep the flags describe; the exit code (loadtest_command.cpp):
+// 0, or 1 when any request failed and --allow-errors was not given.
 int run_loadtest(const LoadtestFlags& flags);
 
 }  // namespace tandem::loadtest
