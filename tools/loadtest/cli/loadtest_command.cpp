@@ -33,6 +33,7 @@
 #include "tools/loadtest/cli/loadtest_flags.h"
 #include "tools/loadtest/completion_client.h"
 #include "tools/loadtest/conversation_runner.h"
+#include "tools/loadtest/default_corpus.h"
 #include "tools/loadtest/failure_log.h"
 #include "tools/loadtest/load_runner.h"
 #include "tools/loadtest/plain_request.h"
@@ -206,6 +207,7 @@ int run_loadtest(const LoadtestFlags& flags) {
                                                                : flags.prompts},
                       {"requests_per_run", per_run},
                       {"duration_per_run", points.front().shape.max_seconds},
+                      {"corpus", flags.corpus.empty() ? std::string(kDefaultCorpusName) : flags.corpus},
                       {"seed", flags.seed},
                       {"ignore_eos", flags.ignore_eos}};
   report["runs"] = json::array();
