@@ -73,12 +73,17 @@ TEST(SvgPlotOptions, ACountAxisHasWholeNumberTicksOnly) {
   single.series = {{"only", {1}, {50}}};
   for (const std::string& label : x_tick_labels(render_svg(single)))
     EXPECT_TRUE(std::regex_match(label, std::regex("[0-9]+"))) << label;
-  // A log count axis (1, 4, 16) has no fractional ticks either.
+  // A log count axis ticks the powers of two, where doubling sweeps measure.
   Chart logged = sweep_chart(true, true);
   logged.series = {{"log", {1, 4, 16}, {1, 2, 3}}};
   logged.log_x = true;
-  for (const std::string& label : x_tick_labels(render_svg(logged)))
-    EXPECT_TRUE(std::regex_match(label, std::regex("[0-9]+"))) << label;
+  EXPECT_EQ(x_tick_labels(render_svg(logged)), (std::vector<std::string>{"1", "2", "4", "8", "16"}));
+  logged.series = {{"log", {3, 12, 100}, {1, 2, 3}}};
+  EXPECT_EQ(x_tick_labels(render_svg(logged)),
+            (std::vector<std::string>{"2", "4", "8", "16", "32", "64", "128"}));
+  logged.series = {{"log", {1, 4096}, {1, 2}}};  // 13 powers: every other one
+  EXPECT_EQ(x_tick_labels(render_svg(logged)),
+            (std::vector<std::string>{"1", "4", "16", "64", "256", "1024", "4096"}));
 }
 
 TEST(SvgPlotOptions, AStepChartDrawsHorizontalThenVerticalSegments) {

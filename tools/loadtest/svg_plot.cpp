@@ -93,7 +93,28 @@ Axis linear_axis(double lo, double hi, bool integer = false) {
   return axis;
 }
 
-Axis log_axis(double lo, double hi, bool integer = false) {
+// A log axis of counts (concurrency 1, 4, 16): from the power of two at or
+// below the smallest to the one at or above the largest, a tick at each
+// power of two (every other one past kTargetTicks + 3 ticks), since count
+// sweeps double and a tick then falls on each load measured.
+Axis log2_count_axis(double lo, double hi) {
+  const double first = std::floor(std::log2(std::max(lo, 1.0)));
+  double last = std::ceil(std::log2(hi));
+  if (last <= first) last = first + 1;
+  Axis axis;
+  axis.log = true;
+  axis.lo = std::exp2(first);
+  axis.hi = std::exp2(last);
+  const double stride = last - first > kTargetTicks + 3 ? 2 : 1;
+  for (double power = first; power <= last; power += stride) {
+    char text[32];
+    std::snprintf(text, sizeof text, "%.0f", std::exp2(power));
+    axis.ticks.emplace_back(std::exp2(power), text);
+  }
+  return axis;
+}
+
+Axis log_axis(double lo, double hi) {
   const double first = std::floor(std::log10(lo));
   double last = std::ceil(std::log10(hi));
   if (last <= first) last = first + 1;
@@ -106,7 +127,6 @@ Axis log_axis(double lo, double hi, bool integer = false) {
     const double power = std::pow(10.0, decade);
     for (double multiple : {1.0, 2.0, 5.0}) {
       if (multiple != 1.0 && (!few_decades || decade == last)) continue;
-      if (integer && multiple * power < 1) continue;  // no tick at a fraction of a count
       char text[32];
       std::snprintf(text, sizeof text, "%g", multiple * power);
       axis.ticks.emplace_back(multiple * power, text);
@@ -257,8 +277,9 @@ std::string render_svg(const Chart& chart, int width, int height) {
     y_lo = 0;
     y_hi = 1;
   }
-  const Axis x_axis = chart.log_x ? log_axis(x_lo, x_hi, chart.integer_x)
-                                  : linear_axis(x_lo, x_hi, chart.integer_x);
+  const Axis x_axis = !chart.log_x     ? linear_axis(x_lo, x_hi, chart.integer_x)
+                     : chart.integer_x ? log2_count_axis(x_lo, x_hi)
+                                       : log_axis(x_lo, x_hi);
   const Axis y_axis = linear_axis(y_lo, y_hi);
 
   // The legend column is as wide as the longest name (about 7 px a letter at

@@ -24,7 +24,7 @@ struct Chart {
   std::string title, x_label, y_label;
   std::vector<Series> series;
   bool log_x = false;      // log10 x axis, ticks at powers of ten
-  bool integer_x = false;  // x is a count (concurrency): ticks only at whole numbers
+  bool integer_x = false;  // x is a count (concurrency): whole-number ticks; on a log axis, powers of two
   bool markers = false;    // a dot (class "marker") at every point: points measured, not a curve
   bool step = false;       // each point holds until the next x, then jumps: an empirical CDF
   std::string caption{};   // a line under the chart, e.g. requests, date and URL
