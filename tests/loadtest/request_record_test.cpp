@@ -12,6 +12,7 @@
 #include <string>
 
 #include "tests/support/fake_http_server.h"
+#include "tools/loadtest/conversation_runner.h"
 #include "tools/loadtest/load_runner.h"
 #include "tools/loadtest/statistics.h"
 
@@ -103,6 +104,49 @@ TEST(RunLoad, AnEmptyCompletionIsAFailedRequestWithNoTtft) {
   EXPECT_GT(summary.ttft.min, 0);
   EXPECT_EQ(summary.output_tokens, 12);
   EXPECT_EQ(summary.first_error_by_status.at(200), kEmptyCompletion);
+}
+
+// A chat turn answered with no content fails too, and ends its conversation:
+// an empty reply is nothing to build the next turn on.
+TEST(RunConversations, AnEmptyReplyFailsTheTurnAndEndsTheConversation) {
+  std::atomic<int> served{0};
+  FakeServer server([&](const std::string&, const std::string&, const std::string&) {
+    ++served;
+    const nlohmann::json role = {{"object", "chat.completion.chunk"},
+                                 {"choices", {{{"index", 0}, {"delta", {{"role", "assistant"}}}}}}};
+    const nlohmann::json empty = {{"object", "chat.completion.chunk"},
+                                  {"choices", {{{"index", 0}, {"delta", {{"content", ""}}}}}}};
+    const nlohmann::json usage = {{"object", "chat.completion.chunk"},
+                                  {"choices", nlohmann::json::array()},
+                                  {"usage", {{"prompt_tokens", 3}, {"completion_tokens", 0}}}};
+    return FakeAnswer{200,
+                      "data: " + role.dump() + "\n\ndata: " + empty.dump() + "\n\ndata: " +
+                          usage.dump() + "\n\ndata: [DONE]\n\n",
+                      "text/event-stream"};
+  });
+  Endpoint endpoint;
+  endpoint.host = "127.0.0.1";
+  endpoint.port = server.port();
+  endpoint.path = "/v1/chat/completions";
+  Conversation conversation;
+  conversation.where = "test:1";
+  conversation.turns = {ConversationTurn{{{"user", "hello"}}, std::nullopt},
+                        ConversationTurn{{{"user", "and then?"}}, std::nullopt}};
+  ConversationShape shape;
+  shape.max_requests = 4;
+  shape.request_timeout_seconds = 10;
+  const ConversationRun run = run_conversations(endpoint, {conversation}, shape, {}, nullptr);
+  ASSERT_FALSE(run.records.empty());
+  for (const RequestRecord& record : run.records) {
+    EXPECT_FALSE(record.ok);
+    EXPECT_EQ(record.error, kEmptyCompletion);
+  }
+  // Each replay stops at its first turn: the second is never sent.
+  for (const ConversationRecord& replayed : run.conversations) {
+    EXPECT_EQ(replayed.turns.size(), 1u);
+    EXPECT_FALSE(replayed.finished);
+  }
+  EXPECT_EQ(served.load(), static_cast<int>(run.records.size()));
 }
 
 }  // namespace
