@@ -112,8 +112,8 @@ expect 1 "error: $truncated: neither model.safetensors nor model.safetensors.ind
   "$tandem" serve --model "$truncated" --port 0
 
 # Flags that do not go together.
-expect 2 "--model excludes --config" "$tandem" serve --model models/tiny/target --config configs/local.yaml
-expect 2 "--model excludes --check-config" \
+expect 2 "(--model excludes --config|--config excludes --model)" "$tandem" serve --model models/tiny/target --config configs/local.yaml
+expect 2 "(--model excludes --check-config|--check-config excludes --model)" \
   "$tandem" serve --model models/tiny/target --check-config configs/local.yaml
 expect 2 "^tandem serve: error: --draft needs --model" "$tandem" serve --draft models/tiny/draft
 expect 2 "^tandem serve: error: --gamma needs --model" "$tandem" serve --gamma 4
