@@ -20,7 +20,7 @@ namespace tandem {
 
 struct ModelDeploymentFlags {
   std::string model;                 // --model DIR: the target's checkpoint
-  std::optional<std::string> draft;  // --draft DIR: the draft model's checkpoint
+  std::optional<std::string> draft = std::nullopt;  // --draft DIR: the draft model's checkpoint
   std::string gamma = "auto";        // --gamma: "auto" or an integer in [0, 64]
 };
 
