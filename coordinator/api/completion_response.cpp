@@ -80,18 +80,32 @@ std::string usage_chunk_json(std::string_view id, int64_t created_unix, std::str
   return dump(body);
 }
 
-std::string models_json(std::string_view served_name, int64_t created_unix,
-                        std::string_view owned_by, int max_model_len) {
+namespace {
+
+Json model_object(std::string_view served_name, int64_t created_unix, std::string_view owned_by,
+                  int max_model_len) {
   Json model;
   model["id"] = served_name;
   model["object"] = "model";
   model["created"] = created_unix;
   model["owned_by"] = owned_by;
   model["max_model_len"] = max_model_len;
+  return model;
+}
+
+}  // namespace
+
+std::string models_json(std::string_view served_name, int64_t created_unix,
+                        std::string_view owned_by, int max_model_len) {
   Json body;
   body["object"] = "list";
-  body["data"] = Json::array({model});
+  body["data"] = Json::array({model_object(served_name, created_unix, owned_by, max_model_len)});
   return dump(body);
+}
+
+std::string model_json(std::string_view served_name, int64_t created_unix,
+                       std::string_view owned_by, int max_model_len) {
+  return dump(model_object(served_name, created_unix, owned_by, max_model_len));
 }
 
 std::string sse_event(std::string_view json) {

@@ -1,5 +1,6 @@
 // Responses of the completions API as JSON text: the whole completion, the
-// server-sent-event chunks of a streamed one, and the /v1/models listing.
+// server-sent-event chunks of a streamed one, and the /v1/models listing and
+// model object.
 //
 // Shapes are OpenAI's text_completion objects, with one addition: a
 // "speculation" object beside "usage" that reports how speculative decoding
@@ -66,6 +67,9 @@ OrderedJson speculation_object(const SpeculationReport& report);
 // "created", "owned_by", "max_model_len"}]}.
 std::string models_json(std::string_view served_name, int64_t created_unix,
                         std::string_view owned_by, int max_model_len);
+// GET /v1/models/{id}: that list's one model object on its own.
+std::string model_json(std::string_view served_name, int64_t created_unix,
+                       std::string_view owned_by, int max_model_len);
 
 // "data: <json>\n\n": one server-sent event.
 std::string sse_event(std::string_view json);

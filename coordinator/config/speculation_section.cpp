@@ -6,7 +6,6 @@
 namespace tandem::config {
 namespace {
 
-constexpr int kMaxGamma = 64;
 constexpr int kMaxNgram = 32;
 // The tuning intervals count steps; a million is far past any useful one
 // and keeps the probe interval's doubling clear of int overflow.

@@ -11,6 +11,9 @@
 
 namespace tandem::config {
 
+// The largest fixed γ (speculation.gamma) and the largest ceiling for auto.
+inline constexpr int kMaxGamma = 64;
+
 // The keys it takes, in schema order.
 const std::vector<std::string>& speculation_keys();
 

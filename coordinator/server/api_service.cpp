@@ -16,18 +16,44 @@ std::optional<api::ApiError> route_refusal(const http::Request& request, std::st
                                            const Route* route, const std::optional<std::string>& api_key) {
   if (!route) {
     return api::not_found("no route " + std::string(path) +
-                          " (routes: POST /v1/completions, POST /v1/chat/completions, GET /v1/models, /health, "
-                          "/ready, /metrics)");
+                          " (routes: POST /v1/completions, POST /v1/chat/completions, GET /v1/models, "
+                          "GET /v1/models/{id}, POST /tokenize, POST /detokenize, /health, /ready, "
+                          "/metrics)");
   }
   if (request.method() != route->method) {
     return api::method_not_allowed(std::string(path) + " accepts only " +
                                    std::string(bhttp::to_string(route->method)));
   }
-  if (path.starts_with("/v1/") && api_key) {
+  if (route->needs_key && api_key) {
     if (auto refusal = gate::refuse_credentials(request, *api_key)) return refusal;
   }
   if (route->method == bhttp::verb::post) return gate::refuse_body_type(request);
   return std::nullopt;
+}
+
+// A path segment with its %XX escapes decoded (a client may send
+// "org%2Fmodel" for the id "org/model"); nullopt for a malformed escape.
+std::optional<std::string> percent_decoded(std::string_view text) {
+  const auto hex = [](char c) -> int {
+    if (c >= '0' && c <= '9') return c - '0';
+    if (c >= 'a' && c <= 'f') return c - 'a' + 10;
+    if (c >= 'A' && c <= 'F') return c - 'A' + 10;
+    return -1;
+  };
+  std::string out;
+  out.reserve(text.size());
+  for (size_t i = 0; i < text.size(); ++i) {
+    if (text[i] != '%') {
+      out += text[i];
+      continue;
+    }
+    if (i + 2 >= text.size()) return std::nullopt;
+    const int high = hex(text[i + 1]), low = hex(text[i + 2]);
+    if (high < 0 || low < 0) return std::nullopt;
+    out += static_cast<char>(high * 16 + low);
+    i += 2;
+  }
+  return out;
 }
 
 }  // namespace
@@ -53,6 +79,27 @@ void ApiService::attach(EngineLoop& engine_loop, Tokenizer tokenizer, const Mode
   tokenizer_.emplace(std::move(tokenizer));
   chat_template_.emplace(std::move(chat_template));
   engine_loop_.store(&engine_loop);
+}
+
+http::Response ApiService::models_response(const http::Request& request,
+                                           std::string_view path) const {
+  if (!engine_loop_.load())
+    return error_response(request, api::unavailable("the models are still loading; see GET /ready"));
+  const std::string& name = settings_.served_model_name;
+  if (path == "/v1/models") {
+    return http::make_response(request, bhttp::status::ok,
+                               api::models_json(name, created_unix_, "tandem", model_.context_length));
+  }
+  const std::optional<std::string> id = percent_decoded(path.substr(kModelsPrefix.size()));
+  if (id != name) {
+    api::ApiError error = api::not_found(
+        "The model `" + id.value_or(std::string(path.substr(kModelsPrefix.size()))) +
+        "` does not exist. This server serves `" + name + "` (see GET /v1/models).");
+    error.code = "model_not_found";
+    return error_response(request, error);
+  }
+  return http::make_response(request, bhttp::status::ok,
+                             api::model_json(name, created_unix_, "tandem", model_.context_length));
 }
 
 http::Response ApiService::metrics_response(const http::Request& request) {
@@ -88,16 +135,12 @@ boost::asio::awaitable<void> ApiService::handle(http::Exchange& exchange) {
     co_await complete(exchange);
   } else if (path == "/v1/chat/completions") {
     co_await chat(exchange);
-  } else if (path == "/v1/models") {
-    if (engine_loop_.load()) {
-      co_await exchange.respond(http::make_response(
-          request, bhttp::status::ok,
-          api::models_json(settings_.served_model_name, created_unix_, "tandem",
-                           model_.context_length)));
-    } else {
-      co_await exchange.respond(
-          error_response(request, api::unavailable("the models are still loading; see GET /ready")));
-    }
+  } else if (path.starts_with("/v1/models")) {
+    co_await exchange.respond(models_response(request, path));
+  } else if (path == "/tokenize") {
+    co_await tokenize(exchange);
+  } else if (path == "/detokenize") {
+    co_await detokenize(exchange);
   } else if (path == "/health") {
     co_await exchange.respond(
         http::make_response(request, bhttp::status::ok, R"({"status":"ok"})"));

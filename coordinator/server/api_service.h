@@ -4,13 +4,18 @@
 //   POST /v1/chat/completions  chat: the messages rendered by the model's chat
 //                          template, then a completion as above (chat_route.cpp)
 //   GET  /v1/models        the served model
+//   GET  /v1/models/{id}   the served model's object, or 404 model_not_found
+//   POST /tokenize         text, or chat messages as the template renders
+//                          them, to token ids (vLLM's shapes; tokenize_route.cpp)
+//   POST /detokenize       token ids to text
 //   GET  /health           liveness: the process answers
 //   GET  /ready            readiness: models loaded and not shutting down
 //   GET  /metrics          Prometheus text format
 //
 // Errors are OpenAI-shaped JSON. Before any route runs, request_gate.h's
 // checks: the Host header, a browser's Origin, the API key when one is
-// configured (/v1/* needs `Authorization: Bearer <key>`), a JSON body type. The service starts "loading" (so /health
+// configured (/v1/*, /tokenize and /detokenize need `Authorization: Bearer
+// <key>`; routes.h), a JSON body type. The service starts "loading" (so /health
 // answers while checkpoints load), becomes ready once attach() hands it the
 // engine loop, and refuses new completions with 503 once draining.
 #pragma once
@@ -77,6 +82,10 @@ class ApiService {
  private:
   boost::asio::awaitable<void> complete(http::Exchange& exchange);  // completion_route.cpp
   boost::asio::awaitable<void> chat(http::Exchange& exchange);      // chat_route.cpp
+  boost::asio::awaitable<void> tokenize(http::Exchange& exchange);    // tokenize_route.cpp
+  boost::asio::awaitable<void> detokenize(http::Exchange& exchange);  // tokenize_route.cpp
+  // GET /v1/models and /v1/models/{id}.
+  http::Response models_response(const http::Request& request, std::string_view path) const;
   // The engine loop when serving; otherwise nullptr and `refusal` set (503).
   EngineLoop* serving_engine_loop(std::optional<api::ApiError>& refusal) const;
   // A completion request's prompt as ids (text tokenized with BOS as the

@@ -8,9 +8,9 @@
 // every request that parses goes on as ApiService::handle takes it without
 // an engine: the gate's checks (request_gate.h: Host, Origin, preflight,
 // the API key's header, the body's type), each refusal a 4xx, the route
-// looked up (find_route), and the body of a POST to the completions or chat
-// route parsed, rendered and tokenized (route_checks.h, which says what must
-// hold).
+// looked up (find_route), and the body of a POST to the completions, chat,
+// tokenize or detokenize route parsed, rendered and tokenized (route_checks.h,
+// which says what must hold).
 #include <cstdint>
 #include <string>
 #include <string_view>
@@ -80,6 +80,8 @@ void handle(const tandem::http::Exchange& exchange) {
   const std::string& body = request.body();
   if (route->path == "/v1/completions") tandem::fuzz::completion_route(body, served);
   if (route->path == "/v1/chat/completions") tandem::fuzz::chat_route(body, served);
+  if (route->path == "/tokenize") tandem::fuzz::tokenize_route(body, served);
+  if (route->path == "/detokenize") tandem::fuzz::detokenize_route(body, served);
 }
 
 }  // namespace

@@ -3,7 +3,7 @@
 // (configs/local.yaml, through api::request_limits_of as the server),
 // the tiny target's tokenizer and chat template, and each route's parse,
 // render and tokenize (completion_route.cpp, chat_route.cpp) up to the
-// engine job, with what every accepted request and every refusal must be.
+// engine job, and /tokenize and /detokenize (tokenize_route.cpp) up to their answer, with what every accepted request and every refusal must be.
 #pragma once
 
 #include <cmath>
@@ -19,6 +19,7 @@
 #include "common/tokenizer/tokenizer.h"
 #include "coordinator/api/api_error.h"
 #include "coordinator/api/completion_request.h"
+#include "coordinator/api/tokenize_request.h"
 #include "coordinator/chat/chat_request.h"
 #include "coordinator/chat/chat_template.h"
 #include "coordinator/config/deployment_config.h"
@@ -129,6 +130,40 @@ inline void chat_route(std::string_view body, const ServedModel& served) {
     // Rendered from valid JSON strings: the tokenizer must take it.
     const std::vector<int32_t> ids = served.tokenizer.encode(rendered, /*add_special=*/false);
     fuzz_check(served.tokenizer.decode(ids) == rendered, "the rendered prompt does not decode to itself");
+  } catch (const api::ApiError& error) {
+    check_refusal(error);
+  } catch (const Error& error) {
+    check_error(error);
+  }
+}
+
+// POST /tokenize: parse, render the messages form, encode; the ids decode
+// back to the text. POST /detokenize: every accepted id is in the vocabulary.
+inline void tokenize_route(std::string_view body, const ServedModel& served) {
+  try {
+    const api::TokenizeRequest request = api::parse_tokenize_request(body, served.limits);
+    std::string text;
+    if (request.prompt) {
+      text = *request.prompt;
+    } else {
+      text = served.chat_template.render(chat::parse_chat_request(request.chat_body, served.limits));
+    }
+    const std::vector<int32_t> ids = served.tokenizer.encode(text, request.add_special_tokens);
+    fuzz_check(served.tokenizer.decode(ids) == text, "a tokenized text does not decode to itself");
+  } catch (const api::ApiError& error) {
+    check_refusal(error);
+  } catch (const Error& error) {
+    check_error(error);
+  }
+}
+
+inline void detokenize_route(std::string_view body, const ServedModel& served) {
+  try {
+    const std::vector<int32_t> ids =
+        api::parse_detokenize_request(body, served.limits, served.tokenizer.vocab_size());
+    for (const int32_t id : ids)
+      fuzz_check(id >= 0 && id < served.tokenizer.vocab_size(), "accepted a token id outside the vocabulary");
+    (void)served.tokenizer.decode(ids);
   } catch (const api::ApiError& error) {
     check_refusal(error);
   } catch (const Error& error) {
