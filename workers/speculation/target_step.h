@@ -73,8 +73,8 @@ struct TargetStep {
     // Sessions that ask for logit processing (logit_processing.h), and only
     // they: one entry, and the committed tokens (prompt, then output) the
     // block's rows follow. Empty for everyone else, so they carry nothing.
-    std::vector<LogitProcessing> processing;
-    std::vector<int32_t> history;
+    std::vector<LogitProcessing> processing = {};
+    std::vector<int32_t> history = {};
   };
   std::vector<Sequence> sequences;
   std::vector<int64_t> released;   // KV sequences to free before this step
