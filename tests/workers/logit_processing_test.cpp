@@ -142,7 +142,9 @@ class ProcessedGreedy : public ::testing::Test {
     const auto speculative = run(drafter, 4, processing, min_p, kTokens, stop_ids);
     const auto unprocessed = run(none, 0, LogitProcessing{}, 0, kTokens, stop_ids);
     EXPECT_EQ(plain, speculative) << what;
-    if (must_change) EXPECT_NE(plain, unprocessed) << what << " changed nothing";
+    if (must_change) {
+      EXPECT_NE(plain, unprocessed) << what << " changed nothing";
+    }
   }
 
   static constexpr int kTokens = 40;

@@ -72,7 +72,7 @@ void ModelDrafter::propose(std::span<const DraftRequest> requests,
     for (size_t i : drafting) steps.push_back({sequences_.at(requests[i].session), pending[i], 1});
     const float* logits = model_.forward(steps, cache_);
 
-    choose_tokens(requests, drafting, process_round(requests, drafting, proposals, logits), round);
+    choose_tokens(requests, drafting, proposals, logits, round);
 
     std::vector<size_t> still;
     for (size_t row = 0; row < drafting.size(); ++row) {
@@ -125,7 +125,9 @@ const float* ModelDrafter::process_round(std::span<const DraftRequest> requests,
 }
 
 void ModelDrafter::choose_tokens(std::span<const DraftRequest> requests,
-                                 std::span<const size_t> drafting, const float* logits, int round) {
+                                 std::span<const size_t> drafting,
+                                 std::span<const DraftProposal> proposals, const float* logits,
+                                 int round) {
   // Every host read is a device synchronization: one argmax for the whole
   // round, and for the sampled sessions one standardization and one draw
   // on the device. Their q rows stay there.
@@ -137,6 +139,9 @@ void ModelDrafter::choose_tokens(std::span<const DraftRequest> requests,
   // its row is neither sampled nor kept.
   std::vector<uint8_t> nonfinite(drafting.size());
   backend.find_nonfinite_rows(logits, rows, V, nonfinite.data());
+  // Then the rows of sessions with logit processing are processed (after
+  // the check: min_tokens masks with -inf on purpose).
+  logits = process_round(requests, drafting, proposals, logits);
   std::vector<int32_t> sampled_rows;
   std::vector<SamplingParams> sampled_params;
   bool any_greedy = false;

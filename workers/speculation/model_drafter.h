@@ -41,7 +41,7 @@ class ModelDrafter final : public Drafter {
   // row); the q rows of the sampled ones go to q_rounds_ from row
   // q_rows_used_ on, and q_row_of_ notes where.
   void choose_tokens(std::span<const DraftRequest> requests, std::span<const size_t> drafting,
-                     const float* logits, int round);
+                     std::span<const DraftProposal> proposals, const float* logits, int round);
   // The round's logits with the rows of sessions that ask for logit
   // processing processed (history: their tokens and what they drafted so
   // far), or `logits` itself when none asks.
