@@ -7,6 +7,7 @@
 #include <numeric>
 #include <vector>
 
+#include "common/error.h"
 #include "kernels/cpu/sampling.h"
 
 namespace tandem::cpu {
