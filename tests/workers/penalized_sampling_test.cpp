@@ -8,14 +8,19 @@
 // token is the one that matters: in the first block it is verified at row
 // 1, whose history must hold the drafted x_1.
 //
+// A third check aims at what the penalties on t1 change most: the rate of
+// t2 == t1, a binomial count tested (two-sided z) against its exact value.
+//
 // Power: the same draws must reject the laws two plausible bugs produce:
 // a history that misses the block's drafts (t1 not counted at position 2)
-// and presence/frequency counted over the prompt too.
+// and presence/frequency counted over the prompt too; the repeat-rate test
+// must reject the first bug's rate. (Planted in the engine, the first bug
+// fails the repeat-rate test, where the pair χ² alone did not see it.)
 //
-// False alarms: each χ² assertion has rate 1e-4; there are two that a
-// correct engine must pass (first token, pair), so a run fails by chance
-// with probability < 2e-4 (union bound). Seeds are fixed, so a build passes
-// or fails every time.
+// False alarms: each assertion a correct engine must pass (first-token χ²,
+// pair χ², repeat rate) has rate 1e-4, so a run fails by chance with
+// probability < 3e-4 (union bound). Seeds are fixed, so a build passes or
+// fails every time.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -40,7 +45,6 @@ using test_support::TinyPair;
 using test_stats::Fit;
 
 constexpr double kFalseAlarm = 1e-4;
-constexpr double kMinExpected = 5;
 constexpr long kSamples = 4000;
 constexpr int kGamma = 4;
 
@@ -111,7 +115,14 @@ enum class Counting { correct, drafts_missing, prompt_counted };
 
 struct PairLaw {
   std::vector<double> first;
-  std::map<int32_t, std::vector<double>> second;  // t1 -> law of t2, for frequent t1
+  std::map<int32_t, std::vector<double>> second;  // t1 -> law of t2, for every possible t1
+
+  // P(t2 == t1): the rate the penalties on t1 at position 2 move most.
+  double repeat_rate() const {
+    double rate = 0;
+    for (const auto& [t1, row] : second) rate += first[t1] * row[t1];
+    return rate;
+  }
 };
 
 PairLaw pair_law(TinyModel& target, const std::vector<int32_t>& prompt, const Setting& s,
@@ -123,7 +134,7 @@ PairLaw pair_law(TinyModel& target, const std::vector<int32_t>& prompt, const Se
   std::vector<int32_t> frequent;
   std::vector<std::vector<int32_t>> contexts;
   for (int32_t t = 0; t < static_cast<int32_t>(law.first.size()); ++t) {
-    if (law.first[t] * kSamples < kMinExpected) continue;
+    if (law.first[t] == 0) continue;  // min_p leaves few: all are kept
     frequent.push_back(t);
     contexts.push_back(prompt);
     contexts.back().push_back(t);
@@ -237,6 +248,20 @@ TEST(PenalizedSampling, SpeculativeDrawsFollowThePenalizedTargetLaw) {
   std::printf("penalized law: first chi2 %.1f (dof %d, critical %.1f), pair chi2 %.1f (dof %d, "
               "critical %.1f)\n",
               first.statistic, first.dof, first.critical, both.statistic, both.dof, both.critical);
+  // The repeat rate t2 == t1 against its exact value, and its power
+  // against the rate of a history that misses the drafts.
+  long repeats = 0;
+  for (const auto& p : pairs) repeats += p[0] == p[1];
+  const double z_critical = test_stats::normal_upper_quantile(kFalseAlarm / 2);  // two-sided
+  const double rate = law.repeat_rate();
+  const double bug_rate = pair_law(pair.target, prompt, s, Counting::drafts_missing).repeat_rate();
+  const double z = test_stats::binomial_z(repeats, kSamples, rate);
+  const double z_bug = test_stats::binomial_z(repeats, kSamples, bug_rate);
+  EXPECT_LT(std::abs(z), z_critical) << "t2 == t1 in " << repeats << " of " << kSamples
+                                     << " pairs, expected rate " << rate;
+  EXPECT_GT(std::abs(z_bug), z_critical) << "the repeat rate cannot tell a history without drafts";
+  std::printf("  t2 == t1: %.4f vs %.4f, z %.2f (critical %.2f); against drafts missing (%.4f): z %.1f\n",
+              static_cast<double>(repeats) / kSamples, rate, z, z_critical, bug_rate, z_bug);
   for (const auto& [name, counting] :
        {std::pair{"drafts missing from the history", Counting::drafts_missing},
         std::pair{"presence/frequency over the prompt", Counting::prompt_counted}}) {
