@@ -26,6 +26,9 @@ std::optional<SamplingProblem> find_sampling_problem(const SamplingParams& p) {
   if (!(p.top_p > 0.0f && p.top_p <= 1.0f))
     return SamplingProblem{"top_p", "top_p must be in (0, 1], got " + show(p.top_p) +
                                         "; use 1 to disable top-p"};
+  if (!(p.min_p >= 0.0f && p.min_p <= 1.0f))
+    return SamplingProblem{"min_p", "min_p must be in [0, 1], got " + show(p.min_p) +
+                                        "; use 0 to disable min-p"};
   return std::nullopt;
 }
 

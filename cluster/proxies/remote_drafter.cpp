@@ -33,6 +33,7 @@ void RemoteDrafter::begin_propose(std::span<const DraftRequest> requests) {
     entry.new_tokens.assign(agree.second, request.tokens.end());
     entry.gamma = request.gamma;
     entry.sampling = request.sampling;
+    if (request.processing) entry.processing = {*request.processing};
     held.assign(request.tokens.begin(), request.tokens.end());
     step.entries.push_back(std::move(entry));
     in_flight_sampled_.push_back(!request.sampling.greedy());

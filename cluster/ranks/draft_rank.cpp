@@ -53,7 +53,8 @@ int serve_draft_rank(PeerChannel& channel, LlamaModel& draft, PagedKvCache& cach
     std::vector<DraftRequest> requests;
     for (const wire::DraftStep::Entry& entry : step.entries) catch_up(sessions, entry, drafter);
     for (const wire::DraftStep::Entry& entry : step.entries)
-      requests.push_back({entry.session, sessions.at(entry.session), entry.gamma, entry.sampling});
+      requests.push_back({entry.session, sessions.at(entry.session), entry.gamma, entry.sampling,
+                          entry.processing.empty() ? nullptr : &entry.processing.front()});
     std::vector<DraftProposal> proposals;
     drafter.propose(requests, proposals);
 

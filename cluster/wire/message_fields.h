@@ -27,6 +27,19 @@ void fields(V& v, M& m) {
   v("top_k", m.top_k);
   v("top_p", m.top_p);
   v("seed", m.seed);
+  v("min_p", m.min_p);
+}
+
+template <class V, Is<LogitProcessing> M>
+void fields(V& v, M& m) {
+  v("presence_penalty", m.presence_penalty);
+  v("frequency_penalty", m.frequency_penalty);
+  v("repetition_penalty", m.repetition_penalty);
+  v("bias_tokens", m.bias_tokens);
+  v("bias_values", m.bias_values);
+  v("min_tokens", m.min_tokens);
+  v("masked_stop_ids", m.masked_stop_ids);
+  v("prompt_length", m.prompt_length);
 }
 
 template <class V, Is<DraftStep::Entry> M>
@@ -36,6 +49,7 @@ void fields(V& v, M& m) {
   v("new_tokens", m.new_tokens);
   v("gamma", m.gamma);
   v("sampling", m.sampling);
+  v("processing", m.processing);
 }
 
 template <class V, Is<DraftStep> M>
@@ -82,6 +96,8 @@ void fields(V& v, M& m) {
   v("q_source", m.q_source);
   v("q_step", m.q_step);
   v("q_first_row", m.q_first_row);
+  v("processing", m.processing);
+  v("history", m.history);
 }
 
 template <class V, Is<TargetStep> M>

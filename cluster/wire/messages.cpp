@@ -131,6 +131,7 @@ void check(ByteReader& reader, const DraftStep& message) {
   for (const DraftStep::Entry& entry : message.entries) {
     require_non_negative(reader, "entries.known", entry.known);
     require_non_negative(reader, "entries.gamma", entry.gamma);
+    if (entry.processing.size() > 1) reader.fail("entries.processing", "more than one entry");
   }
 }
 
@@ -163,6 +164,7 @@ void check_sequence(ByteReader& reader, const TargetStep::Sequence& sequence) {
     reader.fail("sequences.logit_count", std::to_string(sequence.logit_count) +
                                              " logits asked for " + std::to_string(tokens) + " tokens");
   }
+  if (sequence.processing.size() > 1) reader.fail("sequences.processing", "more than one entry");
   if (sequence.gamma > tokens) {
     reader.fail("sequences.gamma", std::to_string(sequence.gamma) + " drafts but only " +
                                        std::to_string(tokens) + " tokens");

@@ -42,8 +42,9 @@ using tandem::TargetStep;
 
 // 2: TargetStep sequences name their QRows; 3: TargetStep carries truncations;
 // 4: QRows carries row counts, the rows follow apart; no inline q rows;
-// 5: DraftReply and TargetResult carry each session's own fault
-constexpr uint16_t kFormatVersion = 5;
+// 5: DraftReply and TargetResult carry each session's own fault;
+// 6: min_p, and logit processing (and a TargetStep's history) for sessions that ask
+constexpr uint16_t kFormatVersion = 6;
 
 enum class MessageType : uint16_t {
   draft_step = 1,
@@ -70,6 +71,7 @@ struct DraftStep {
     std::vector<int32_t> new_tokens;  // committed tokens after those
     int32_t gamma = 0;                // drafts wanted
     SamplingParams sampling;
+    std::vector<LogitProcessing> processing = {};  // one entry for a session that asks, else none
   };
   std::vector<Entry> entries;
   std::vector<uint64_t> released;  // sessions that ended (before drafting)

@@ -4,6 +4,7 @@
 #include <limits>
 
 #include "coordinator/api/json_fields.h"
+#include "coordinator/api/processing_fields.h"
 #include "coordinator/config/deployment_config.h"
 
 namespace tandem::api {
@@ -201,27 +202,6 @@ void read_logprobs(const Json&, const RequestLimits&, CompletionRequest&) {
   throw not_supported("logprobs", "Leave it out or set it to null.");
 }
 
-void require_zero_penalty(const Json& value, std::string_view field) {
-  if (read_number(value, field) != 0.0) {
-    throw not_supported(field, "Leave it out or set it to 0 (penalties would change the "
-                               "target's distribution, which speculative decoding preserves).");
-  }
-}
-
-void read_presence_penalty(const Json& value, const RequestLimits&, CompletionRequest&) {
-  require_zero_penalty(value, "presence_penalty");
-}
-
-void read_frequency_penalty(const Json& value, const RequestLimits&, CompletionRequest&) {
-  require_zero_penalty(value, "frequency_penalty");
-}
-
-void read_logit_bias(const Json& value, const RequestLimits&, CompletionRequest&) {
-  if (!read_object(value, "logit_bias").empty()) {
-    throw not_supported("logit_bias", "Leave it out, or send null or {}.");
-  }
-}
-
 void read_suffix(const Json&, const RequestLimits&, CompletionRequest&) {
   throw not_supported("suffix", "Leave it out or set it to null.");
 }
@@ -322,6 +302,10 @@ constexpr FieldRule kFields[] = {
     {"presence_penalty", read_presence_penalty, true},
     {"frequency_penalty", read_frequency_penalty, true},
     {"logit_bias", read_logit_bias, true},
+    {"repetition_penalty", read_repetition_penalty, true},
+    {"min_p", read_min_p, true},
+    {"min_tokens", read_min_tokens, true},
+    {"stop_token_ids", read_stop_token_ids, true},
     {"suffix", read_suffix},
     {"user", read_user, true},
     {"speculation", read_speculation, true},

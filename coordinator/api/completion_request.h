@@ -2,10 +2,11 @@
 // strictly into a CompletionRequest.
 //
 // Strict means: every field OpenAI defines is either honoured or refused with
-// a 400 naming it (n > 1, echo, logprobs, penalties, logit_bias, suffix are
+// a 400 naming it (n > 1, echo, logprobs, suffix are
 // refused rather than silently ignored, since ignoring them would return
 // something other than what the client asked for); unknown fields are refused
-// with OpenAI's own wording. Extensions: `top_k`, `ignore_eos` (as vLLM) and `speculation`
+// with OpenAI's own wording. Extensions: `top_k`, `ignore_eos`, `repetition_penalty`,
+// `min_p`, `min_tokens`, `stop_token_ids` (as vLLM; processing_fields.h) and `speculation`
 // ({"gamma": 0..64 | "auto", "drafter": "model" | "ngram" | "none"}, or
 // false for no speculation). A null field is the same as an absent one.
 // Pure functions: thread-safe.
@@ -21,6 +22,7 @@
 #include "coordinator/api/api_error.h"
 #include "coordinator/api/json_body.h"  // parse_request_body, for both routes
 #include "coordinator/api/json_fields.h"
+#include "workers/speculation/logit_processing.h"
 
 namespace tandem {
 struct DeploymentConfig;  // coordinator/config/deployment_config.h
@@ -84,6 +86,11 @@ struct CompletionRequest {
   bool include_usage = false;         // stream_options.include_usage (streams only)
   bool ignore_eos = false;            // extension: generate past end-of-sequence tokens
   SpeculationChoice speculation;
+  // Penalties, logit_bias, min_tokens (processing_fields.h); the engine
+  // fills in its masked_stop_ids and prompt_length.
+  LogitProcessing processing;
+  double min_p = 0.0;                 // in [0, 1]; 0 = off
+  std::vector<int32_t> stop_token_ids;  // extra ids that end the completion (finish_reason stop)
 };
 
 // Reads a request body. Throws ApiError: 400 naming the field (param) for a
@@ -97,8 +104,8 @@ CompletionRequest default_request(const RequestLimits& limits);
 
 // Reads one of the fields /v1/chat/completions shares with /v1/completions
 // (model, max_tokens, temperature, top_p, top_k, seed, stop, stream,
-// stream_options, n, the penalties, logit_bias, user, speculation,
-// ignore_eos) exactly as the completions route does; a null value changes
+// stream_options, n, the penalties, logit_bias, min_p, min_tokens,
+// stop_token_ids, user, speculation, ignore_eos) exactly as the completions route does; a null value changes
 // nothing. Returns false, reading nothing, for any other key.
 bool read_shared_field(std::string_view key, const Json& value, const RequestLimits& limits,
                        CompletionRequest& request);

@@ -100,11 +100,23 @@ CompletionJob ApiService::make_job(const api::CompletionRequest& request,
   engine_request.sampling.top_p = static_cast<float>(request.top_p);
   engine_request.sampling.top_k = request.top_k;
   engine_request.sampling.seed = request.seed.value_or(random_seed());
+  engine_request.sampling.min_p = static_cast<float>(request.min_p);
+  engine_request.processing = request.processing;
+  if (request.processing.min_tokens > request.max_tokens)
+    throw api::invalid_request("min_tokens", "Invalid 'min_tokens': " +
+                                                 std::to_string(request.processing.min_tokens) +
+                                                 " is more than max_tokens (" +
+                                                 std::to_string(request.max_tokens) + ").");
   // As the engine's types (the routes' readers checked each field; this
   // covers the deployment's defaults too): the engine would refuse it.
   if (const std::optional<SamplingProblem> problem = find_sampling_problem(engine_request.sampling))
     throw api::invalid_request(problem->field, "Invalid '" + problem->field + "': " + problem->message);
   if (!request.ignore_eos) engine_request.stop_ids = model_.stop_ids;
+  // vLLM's stop_token_ids end the completion whether or not ignore_eos is set.
+  for (int32_t id : request.stop_token_ids)
+    if (std::find(engine_request.stop_ids.begin(), engine_request.stop_ids.end(), id) ==
+        engine_request.stop_ids.end())
+      engine_request.stop_ids.push_back(id);
   engine_request.lenience = settings_.lenience;
 
   // Speculation: the deployment's policy unless the request overrides it.

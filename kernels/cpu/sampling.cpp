@@ -170,6 +170,22 @@ double apply_top_p(float* probs, uint64_t* keys, int n, double top_p) {
   return cum;
 }
 
+// Min-p over a normalized row: zeroes every p < min_p * max p and
+// renormalizes (sum in double). The max entry always stays, so the kept
+// mass is > 0.
+void apply_min_p(float* probs, int V, float min_p) {
+  float top = 0.0f;
+  for (int i = 0; i < V; ++i) top = probs[i] > top ? probs[i] : top;
+  const float threshold = min_p * top;
+  double kept = 0.0;
+  for (int i = 0; i < V; ++i) {
+    if (probs[i] < threshold) probs[i] = 0.0f;
+    kept += probs[i];
+  }
+  const double scale = 1.0 / kept;
+  for (int i = 0; i < V; ++i) probs[i] = static_cast<float>(probs[i] * scale);
+}
+
 // standardize_row without the argument checks. keys: scratch of V entries,
 // needed only when top-k or top-p is on (may be null otherwise).
 void standardize_row_unchecked(const float* logits, int V, const SamplingParams& p, float* probs,
@@ -197,6 +213,7 @@ void standardize_row_unchecked(const float* logits, int V, const SamplingParams&
   }
   const double scale = 1.0 / total;  // total >= 1: the max token weighs 1
   for (int i = 0; i < V; ++i) probs[i] = static_cast<float>(probs[i] * scale);
+  if (p.min_p > 0.0f) apply_min_p(probs, V, p.min_p);
 }
 
 bool needs_keys(const SamplingParams& p, int V) {

@@ -14,7 +14,9 @@
 //   4. top-p (p < 1): order the kept tokens by probability, descending, ties
 //      by lower index, and keep the shortest prefix whose mass reaches p of
 //      the kept mass (cumsum >= p * kept mass; at least one token);
-//   5. renormalize. Removed tokens get exactly 0.
+//   5. renormalize;
+//   6. min-p (min_p > 0): keep the tokens with p >= min_p * max p, renormalize
+//      again (vLLM's rule, after top-k and top-p). Removed tokens get exactly 0.
 // Special logits: +inf entries share all the mass equally (the limit of
 // softmax); a row with no finite or +inf entry is uniform (all logits equal);
 // -inf entries get 0; a NaN logit is treated as -inf (never NaN out).

@@ -7,7 +7,9 @@
 //   top-k (0 < k < V)       radix select of the k-th largest logit (4 passes,
 //                           radix_select.cuh) before the weights are written;
 //   top-p (p < 1)           radix select of the top-p boundary over the
-//                           written weights (4 passes), fused with the scale.
+//                           written weights (4 passes), fused with the scale;
+//   min-p (min_p > 0)       after the above: max, cut below min_p * max with
+//                           the kept mass, rescale: 2 more passes.
 // So rows without top-k or top-p never pay for selection, and nothing needs
 // sorting: no workspace (standardize_workspace_bytes is 0).
 //
@@ -99,6 +101,21 @@ __device__ double write_weights(const float* x, int V, const SamplingParams& p, 
   return block_sum(sum, s.reduce);  // its barrier publishes y to the block
 }
 
+// cpu's apply_min_p over a normalized row y: zeroes p < min_p * max p and
+// renormalizes (sum in double).
+__device__ void apply_min_p(float* y, int V, float min_p, Storage& s) {
+  float top = 0.0f;
+  for (int i = threadIdx.x; i < V; i += kThreads) top = y[i] > top ? y[i] : top;
+  const float threshold = min_p * block_max(top, s.reduce);
+  double kept = 0.0;
+  for (int i = threadIdx.x; i < V; i += kThreads) {
+    if (y[i] < threshold) y[i] = 0.0f;
+    kept += y[i];
+  }
+  const double scale = 1.0 / block_sum(kept, s.reduce);  // its barrier publishes y
+  for (int i = threadIdx.x; i < V; i += kThreads) y[i] = static_cast<float>(y[i] * scale);
+}
+
 __global__ void __launch_bounds__(kThreads)
     standardize_kernel(const float* logits, int V, const SamplingParams* params, float* probs) {
   __shared__ Storage s;
@@ -118,10 +135,14 @@ __global__ void __launch_bounds__(kThreads)
     for_each_kept(
         V, top_p.cut, [&](int i) { return __float_as_uint(y[i]); },
         [&](int i, bool kept) { y[i] = kept ? static_cast<float>(y[i] * scale) : 0.0f; }, s.radix);
-    return;
+  } else {
+    const double scale = 1.0 / total;
+    for (int i = threadIdx.x; i < V; i += kThreads) y[i] = static_cast<float>(y[i] * scale);
   }
-  const double scale = 1.0 / total;
-  for (int i = threadIdx.x; i < V; i += kThreads) y[i] = static_cast<float>(y[i] * scale);
+  if (p.min_p > 0.0f) {
+    __syncthreads();  // every thread's writes of y before apply_min_p reads them
+    apply_min_p(y, V, p.min_p, s);
+  }
 }
 
 }  // namespace

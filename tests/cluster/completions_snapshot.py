@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Sends a fixed set of completion requests to a running tandem server, 8 at
 a time, and prints one JSON line per request: its name, text and finish
-reason. Greedy requests use gamma auto; sampled ones a fixed gamma, because
+reason. Greedy requests use gamma auto (penalized ones a fixed gamma); sampled ones a fixed gamma, because
 with auto the drafted blocks (and so the seeded draws) depend on timing.
 Run by run_cluster_outputs.sh, which compares the output of one process
 with that of MPI jobs.  usage: completions_snapshot.py PORT"""
@@ -24,6 +24,15 @@ def requests():
                                "top_p": 0.95, "seed": 1000 + i, "speculation": {"gamma": 4}}
         yield f"sampled-topk-{i}", {"prompt": prompt, "max_tokens": 24, "temperature": 1.0,
                                     "top_k": 20, "seed": 7, "speculation": {"gamma": 3}}
+        if i < 3:  # logit processing: it travels to the draft rank and target rank 0
+            yield f"penalized-greedy-{i}", {
+                "prompt": prompt, "max_tokens": 40, "temperature": 0, "presence_penalty": 0.8,
+                "frequency_penalty": 0.5, "repetition_penalty": 1.3, "min_tokens": 8,
+                "logit_bias": {"17": 3, "42": -100}, "speculation": {"gamma": 4}}
+            yield f"penalized-sampled-{i}", {
+                "prompt": prompt, "max_tokens": 32, "temperature": 0.9, "min_p": 0.05,
+                "presence_penalty": -0.5, "frequency_penalty": 1.0, "repetition_penalty": 1.2,
+                "logit_bias": {"99": 2}, "seed": 300 + i, "speculation": {"gamma": 4}}
 
 
 def complete(port, body):

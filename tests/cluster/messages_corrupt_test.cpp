@@ -125,14 +125,15 @@ TEST(MessagesCorrupt, TargetStepQSourceOutOfRange) {
   TargetStep message;
   message.sequences.emplace_back();
   Bytes bytes = encode(message);
-  // q_source is the byte before q_step (8), q_first_row (4) and the
-  // released, truncated and truncated_lengths counts (4 each). 1 (rows
-  // inline, retired) and 3 (local, never sent) are not wire values.
+  // q_source is the byte before q_step (8), q_first_row (4), the
+  // processing and history counts (4 each) and the released, truncated and
+  // truncated_lengths counts (4 each). 1 (rows inline, retired) and 3
+  // (local, never sent) are not wire values.
   for (uint8_t value : {1, 3, 4}) {
-    bytes[bytes.size() - 25] = std::byte{value};
+    bytes[bytes.size() - 33] = std::byte{value};
     expect_corrupt([&] { decode_target_step(bytes); }, {"TargetStep", "sequences.q_source"});
   }
-  bytes[bytes.size() - 25] = std::byte{2};
+  bytes[bytes.size() - 33] = std::byte{2};
   EXPECT_NO_THROW(decode_target_step(bytes));
 }
 

@@ -20,6 +20,21 @@ void expect_same(const SamplingParams& a, const SamplingParams& b) {
   EXPECT_EQ(a.top_k, b.top_k);
   EXPECT_EQ(a.top_p, b.top_p);
   EXPECT_EQ(a.seed, b.seed);
+  EXPECT_EQ(a.min_p, b.min_p);
+}
+
+void expect_same(const std::vector<LogitProcessing>& a, const std::vector<LogitProcessing>& b) {
+  ASSERT_EQ(a.size(), b.size());
+  for (size_t i = 0; i < a.size(); ++i) {
+    EXPECT_EQ(a[i].presence_penalty, b[i].presence_penalty);
+    EXPECT_EQ(a[i].frequency_penalty, b[i].frequency_penalty);
+    EXPECT_EQ(a[i].repetition_penalty, b[i].repetition_penalty);
+    EXPECT_EQ(a[i].bias_tokens, b[i].bias_tokens);
+    EXPECT_EQ(a[i].bias_values, b[i].bias_values);
+    EXPECT_EQ(a[i].min_tokens, b[i].min_tokens);
+    EXPECT_EQ(a[i].masked_stop_ids, b[i].masked_stop_ids);
+    EXPECT_EQ(a[i].prompt_length, b[i].prompt_length);
+  }
 }
 
 TEST(MessagesRoundTrip, DraftStep) {
@@ -34,6 +49,7 @@ TEST(MessagesRoundTrip, DraftStep) {
     EXPECT_EQ(got.entries[i].new_tokens, sent.entries[i].new_tokens);
     EXPECT_EQ(got.entries[i].gamma, sent.entries[i].gamma);
     expect_same(got.entries[i].sampling, sent.entries[i].sampling);
+    expect_same(got.entries[i].processing, sent.entries[i].processing);
   }
   EXPECT_EQ(got.released, sent.released);
 }
@@ -82,6 +98,8 @@ TEST(MessagesRoundTrip, TargetStep) {
     EXPECT_EQ(a.q_source, b.q_source);
     EXPECT_EQ(a.q_step, b.q_step);
     EXPECT_EQ(a.q_first_row, b.q_first_row);
+    expect_same(a.processing, b.processing);
+    EXPECT_EQ(a.history, b.history);
   }
   EXPECT_EQ(got.released, sent.released);
   EXPECT_EQ(got.truncated, sent.truncated);

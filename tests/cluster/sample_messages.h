@@ -12,10 +12,24 @@
 
 namespace tandem::test_support {
 
+// Every field of a logit processing set (only sessions that ask carry one).
+inline LogitProcessing sample_processing() {
+  LogitProcessing p;
+  p.presence_penalty = -0.5f;
+  p.frequency_penalty = 1.25f;
+  p.repetition_penalty = 1.5f;
+  p.bias_tokens = {3, 4095};
+  p.bias_values = {-100.0f, 7.5f};
+  p.min_tokens = 9;
+  p.masked_stop_ids = {2, 4095};
+  p.prompt_length = 6;
+  return p;
+}
+
 inline wire::DraftStep sample_draft_step() {
   wire::DraftStep message;
   message.step = 0x0102030405060708ULL;
-  message.entries.push_back({7, 12, {1, 2, 3}, 4, {0.7f, 40, 0.9f, 99}});
+  message.entries.push_back({7, 12, {1, 2, 3}, 4, {0.7f, 40, 0.9f, 99, 0.05f}, {sample_processing()}});
   message.entries.push_back({1ULL << 40, 0, {}, 0, {0.0f, 0, 1.0f, 0}});  // the smallest entry
   message.released = {3, 5, 1ULL << 63};
   return message;
@@ -67,6 +81,8 @@ inline wire::TargetStep sample_target_step() {
   verify.lenience = 1.5f;
   verify.session = 12;
   verify.q_source = wire::QSource::one_hot;
+  verify.processing = {sample_processing()};
+  verify.history = {1, 2, 3, 4, 5, 6, 7};
   message.sequences.push_back(verify);
 
   wire::TargetStep::Sequence from_draft_rank = verify;

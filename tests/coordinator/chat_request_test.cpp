@@ -104,7 +104,12 @@ TEST(ChatRequest, SharedFieldsAreRefusedWithTheirParam) {
   expect_refused(head + R"("seed": "x"})", "seed");
   expect_refused(head + R"("speculation": {"gamma": 99}})", "speculation.gamma");
   expect_refused(head + R"("stream_options": {"include_usage": true}})", "stream_options");
-  expect_refused(head + R"("presence_penalty": 1})", "presence_penalty");
+  expect_refused(head + R"("presence_penalty": 3})", "presence_penalty");
+  expect_refused(head + R"("repetition_penalty": 0})", "repetition_penalty");
+  expect_refused(head + R"("logit_bias": {"x": 1}})", "logit_bias");
+  expect_refused(head + R"("min_p": 1.5})", "min_p");
+  expect_refused(head + R"("min_tokens": -1})", "min_tokens");
+  expect_refused(head + R"("stop_token_ids": [5000]})", "stop_token_ids");
   expect_refused(head + R"("prompt": "x"})", "prompt", "Unrecognized request argument");
   expect_refused(head + R"("echo": true})", "echo", "Unrecognized request argument");
   expect_refused(head + R"("nonsense": 1})", "nonsense", "Unrecognized request argument");

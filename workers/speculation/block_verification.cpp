@@ -57,8 +57,10 @@ std::vector<uint8_t> nonfinite_rows(Backend& backend, const float* logits, const
 // were checked when the session was added; this is where a value that
 // reached a rank anyway is caught), or logits rows that are not finite.
 SessionFault block_fault(const TargetStep::Sequence& s, const std::vector<uint8_t>& nonfinite,
-                         size_t first_row) {
+                         size_t first_row, const float* processed_rows) {
   if (find_sampling_problem(s.sampling)) return SessionFault::bad_sampling;
+  if (!s.processing.empty() && s.processing.front().active() && processed_rows == nullptr)
+    return SessionFault::bad_sampling;  // processing the ops refuse (logit_processing.h)
   for (size_t r = 0; r < static_cast<size_t>(s.logit_count); ++r)
     if (nonfinite[first_row + r]) return SessionFault::nonfinite_target_logits;
   return SessionFault::none;
@@ -97,6 +99,9 @@ void verify_blocks(Backend& backend, int V, const float* logits, const TargetSte
   // Each block's own faults end its session alone (session_fault.h): its
   // rows are left out of the ops below, which the others' never depend on.
   const std::vector<uint8_t> nonfinite = nonfinite_rows(backend, logits, step, rows, V);
+  // Per sequence, the rows it verifies from (processed where it asks).
+  const std::vector<const float*> from =
+      process_step_logits(backend, V, logits, step, scratch.processing, argmaxes);
   std::vector<std::pair<size_t, SessionFault>> faulted;  // index into outcomes, fault
   for (size_t index = 0; index < step.sequences.size(); ++index) {
     const TargetStep::Sequence& s = step.sequences[index];
@@ -107,7 +112,7 @@ void verify_blocks(Backend& backend, int V, const float* logits, const TargetSte
       return "session " + std::to_string(s.session) + " verifies " + std::to_string(s.gamma) +
              " drafts with " + std::to_string(s.logit_count) + " logits rows";
     });
-    if (const SessionFault fault = block_fault(s, nonfinite, first_row);
+    if (const SessionFault fault = block_fault(s, nonfinite, first_row, from[index]);
         fault != SessionFault::none) {
       faulted.emplace_back(verified++, fault);
       continue;
@@ -142,7 +147,7 @@ void verify_blocks(Backend& backend, int V, const float* logits, const TargetSte
              std::to_string(s.q_first_row);
     });
     if (has_q) q = q.slice(first, needed);
-    backend.standardize(logits + offset, s.gamma + 1, V, std::span(&s.sampling, 1),
+    backend.standardize(from[index], s.gamma + 1, V, std::span(&s.sampling, 1),
                         probs.data() + offset);
     sampled.push_back({s.gamma, drafts, probs.data() + offset, nullptr, s.first_position,
                        s.sampling.seed, s.lenience});

@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "kernels/backend.h"
+#include "workers/speculation/logit_processing.h"
 #include "workers/speculation/target_step.h"
 #include "workers/speculation/q_rows_inbox.h"
 
@@ -26,13 +27,16 @@ namespace tandem {
 struct VerifyScratch {
   Buffer probs;
   Buffer q;
+  ProcessingScratch processing;  // the rows of sessions with logit processing
 };
 
 // outcomes: one per sequence with verify set, in step order. A block whose
 // sampling parameters the ops refuse, or whose logits rows hold a NaN or an
 // infinity, gets an outcome carrying that fault (session_fault.h) and takes
 // no part in the ops, so the other blocks' outcomes are what they would be
-// without it. Rows with
+// without it. A block whose session asks for logit processing verifies
+// from its processed rows (logit_processing.h), greedy ones included.
+// Rows with
 // q_source local are local_q[i] (one per sequence, or empty when none is
 // local); those with q_source draft_rank come from draft_rank_rows. A block
 // whose rows are missing (no inbox, or not in its QRows) is an

@@ -16,6 +16,7 @@
 
 #include "kernels/device_rows.h"
 #include "kernels/sampling_params.h"
+#include "workers/speculation/logit_processing.h"
 #include "workers/speculation/session_fault.h"
 
 namespace tandem {
@@ -28,6 +29,9 @@ struct DraftRequest {
   std::span<const int32_t> tokens;  // the committed sequence: prompt + output so far
   int gamma = 0;                    // tokens wanted; a drafter may propose fewer
   SamplingParams sampling;
+  // The session's logit processing (null: none), applied to the draft's
+  // rows as to the target's; tokens is its history.
+  const LogitProcessing* processing = nullptr;
 };
 
 // What a drafter proposes for one request.

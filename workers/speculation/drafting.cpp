@@ -53,7 +53,7 @@ void Drafting::draft(StepPlan& plan, StepReport& report) {
         s.ready.reset();
         continue;
       }
-      requests.push_back({s.key, s.tokens, e.gamma, s.request.sampling});
+      requests.push_back({s.key, s.tokens, e.gamma, s.request.sampling, s.processing()});
       askers.push_back(&e);
     }
     if (requests.empty()) continue;

@@ -14,6 +14,7 @@
 #include "kernels/sampling_params.h"
 #include "workers/speculation/drafter.h"
 #include "workers/speculation/gamma_policy.h"
+#include "workers/speculation/logit_processing.h"
 #include "workers/speculation/pipeline_policy.h"
 #include "workers/speculation/speculation_tuning.h"
 
@@ -33,6 +34,10 @@ struct SpeculationRequest {
   int max_new_tokens = 64;
   SamplingParams sampling;
   std::vector<int32_t> stop_ids;  // the stop token is emitted, then the session ends
+  // Penalties, logit_bias, min_tokens (masking stop_ids), applied to the
+  // target's logits (and the draft's) before standardization; the defaults
+  // cost nothing. The engine fills in masked_stop_ids and prompt_length.
+  LogitProcessing processing;
   GammaPolicy gamma;
   float lenience = 1.0f;  // 1 = lossless; anything else is reported as lossy
   std::string drafter;    // a drafter's name(); empty = the engine's first drafter

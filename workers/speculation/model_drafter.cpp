@@ -38,7 +38,8 @@ void ModelDrafter::propose(std::span<const DraftRequest> requests,
     if (r.gamma <= 0) continue;
     // The request's own fault, not the batch's (the engine checked it when
     // the session was added; a draft rank sees what came over the wire).
-    if (find_sampling_problem(r.sampling)) {
+    if (find_sampling_problem(r.sampling) ||
+        (r.processing && find_processing_problem(*r.processing, model_.config().vocab_size))) {
       faults_[i] = SessionFault::bad_sampling;
       continue;
     }
@@ -71,7 +72,7 @@ void ModelDrafter::propose(std::span<const DraftRequest> requests,
     for (size_t i : drafting) steps.push_back({sequences_.at(requests[i].session), pending[i], 1});
     const float* logits = model_.forward(steps, cache_);
 
-    choose_tokens(requests, drafting, logits, round);
+    choose_tokens(requests, drafting, proposals, logits, round);
 
     std::vector<size_t> still;
     for (size_t row = 0; row < drafting.size(); ++row) {
@@ -98,8 +99,35 @@ void ModelDrafter::propose(std::span<const DraftRequest> requests,
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
 }
 
+const float* ModelDrafter::process_round(std::span<const DraftRequest> requests,
+                                         std::span<const size_t> drafting,
+                                         std::span<const DraftProposal> proposals,
+                                         const float* logits) {
+  const bool any = std::any_of(drafting.begin(), drafting.end(),
+                               [&](size_t i) { return requests[i].processing != nullptr; });
+  if (!any) return logits;
+  Backend& backend = model_.backend();
+  const int V = model_.config().vocab_size;
+  const size_t n = drafting.size() * static_cast<size_t>(V);
+  if (processed_logits_.size() < n) processed_logits_ = backend.allocate(n);
+  processed_host_.resize(n);
+  backend.download(logits, processed_host_);
+  for (size_t row = 0; row < drafting.size(); ++row) {
+    const DraftRequest& r = requests[drafting[row]];
+    if (r.processing == nullptr) continue;
+    std::vector<int32_t> history(r.tokens.begin(), r.tokens.end());
+    const std::vector<int32_t>& drafted = proposals[drafting[row]].tokens;
+    history.insert(history.end(), drafted.begin(), drafted.end());
+    process_rows(*r.processing, history, {}, 1, V, processed_host_.data() + row * V);
+  }
+  backend.upload(processed_host_, processed_logits_.data());
+  return processed_logits_.data();
+}
+
 void ModelDrafter::choose_tokens(std::span<const DraftRequest> requests,
-                                 std::span<const size_t> drafting, const float* logits, int round) {
+                                 std::span<const size_t> drafting,
+                                 std::span<const DraftProposal> proposals, const float* logits,
+                                 int round) {
   // Every host read is a device synchronization: one argmax for the whole
   // round, and for the sampled sessions one standardization and one draw
   // on the device. Their q rows stay there.
@@ -111,6 +139,9 @@ void ModelDrafter::choose_tokens(std::span<const DraftRequest> requests,
   // its row is neither sampled nor kept.
   std::vector<uint8_t> nonfinite(drafting.size());
   backend.find_nonfinite_rows(logits, rows, V, nonfinite.data());
+  // Then the rows of sessions with logit processing are processed (after
+  // the check: min_tokens masks with -inf on purpose).
+  logits = process_round(requests, drafting, proposals, logits);
   std::vector<int32_t> sampled_rows;
   std::vector<SamplingParams> sampled_params;
   bool any_greedy = false;

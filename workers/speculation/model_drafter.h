@@ -41,7 +41,13 @@ class ModelDrafter final : public Drafter {
   // row); the q rows of the sampled ones go to q_rounds_ from row
   // q_rows_used_ on, and q_row_of_ notes where.
   void choose_tokens(std::span<const DraftRequest> requests, std::span<const size_t> drafting,
-                     const float* logits, int round);
+                     std::span<const DraftProposal> proposals, const float* logits, int round);
+  // The round's logits with the rows of sessions that ask for logit
+  // processing processed (history: their tokens and what they drafted so
+  // far), or `logits` itself when none asks.
+  const float* process_round(std::span<const DraftRequest> requests,
+                             std::span<const size_t> drafting,
+                             std::span<const DraftProposal> proposals, const float* logits);
   // Each sampled proposal's rows side by side, in request order, in a
   // buffer of the pool: its q.
   void hand_over_q_rows(std::vector<DraftProposal>& proposals);
@@ -50,6 +56,8 @@ class ModelDrafter final : public Drafter {
   PagedKvCache& cache_;
   std::unordered_map<SessionKey, SequenceId> sequences_;
   Buffer sampled_logits_;              // (S, V): one round's sampled rows
+  Buffer processed_logits_;            // (rows, V): a round's rows, processed where asked
+  std::vector<float> processed_host_;
   Buffer q_rounds_;                    // (Σγ, V): every round's q rows, round after round
   size_t q_rows_used_ = 0;
   std::vector<std::vector<int32_t>> q_row_of_;  // per request, its rows in q_rounds_

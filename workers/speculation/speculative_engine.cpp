@@ -175,6 +175,14 @@ void SpeculativeEngine::check(const SpeculationRequest& request) const {
   });
   if (const std::optional<SamplingProblem> problem = find_sampling_problem(request.sampling))
     throw Error(ErrorKind::invalid_argument, problem->field + ": " + problem->message);
+  if (const std::optional<SamplingProblem> problem =
+          find_processing_problem(request.processing, config.vocab_size))
+    throw Error(ErrorKind::invalid_argument, problem->field + ": " + problem->message);
+  for (int32_t token : request.processing.min_tokens > 0 ? request.stop_ids : std::vector<int32_t>{})
+    require(token >= 0 && token < config.vocab_size, ErrorKind::invalid_argument, [&] {
+      return "stop_token_ids: token id " + std::to_string(token) + " outside the vocabulary [0, " +
+             std::to_string(config.vocab_size) + ")";
+    });
   require(request.lenience > 0.0f && request.lenience <= 1.0f, ErrorKind::invalid_argument,
           "lenience: must be in (0, 1] (1 = lossless)");
   require(request.gamma.gamma >= 0 && request.gamma.gamma <= 64, ErrorKind::invalid_argument,
@@ -188,6 +196,9 @@ SessionKey SpeculativeEngine::add(SpeculationRequest request) {
   session->key = next_key_++;
   session->prompt_length = static_cast<int>(request.prompt.size());
   session->tokens = request.prompt;
+  LogitProcessing& processing = request.processing;
+  processing.prompt_length = session->prompt_length;
+  processing.masked_stop_ids = processing.min_tokens > 0 ? request.stop_ids : std::vector<int32_t>{};
   session->drafter = drafting_.index_of(request.drafter);
   session->draft = drafting_.slots()[session->drafter].drafter;
   session->request = std::move(request);

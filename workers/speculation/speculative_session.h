@@ -44,6 +44,10 @@ struct EngineSession {
   std::optional<ReadyBlock> ready;
 
   int generated() const { return static_cast<int>(tokens.size()) - prompt_length; }
+  // What drafters get: the request's processing, or null when it asks none.
+  const LogitProcessing* processing() const {
+    return request.processing.active() ? &request.processing : nullptr;
+  }
 };
 
 }  // namespace tandem

@@ -48,6 +48,10 @@ bool TargetPass::verify(StepPlan& plan, StepReport& report) {
       sequence.q_source = q_source_of(e.proposal);
       sequence.q_step = e.proposal.q_step;
       sequence.q_first_row = e.proposal.q_first_row;
+      if (s.request.processing.active()) {  // only those who ask carry it
+        sequence.processing = {s.request.processing};
+        sequence.history = s.tokens;
+      }
       e.first_row = plan.rows;
       plan.rows += sequence.logit_count;
     }

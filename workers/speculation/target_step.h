@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "kernels/sampling_params.h"
+#include "workers/speculation/logit_processing.h"
 #include "workers/speculation/session_fault.h"
 
 namespace tandem {
@@ -69,6 +70,11 @@ struct TargetStep {
     // names; target rank 0 drops them once a later step is named.
     uint64_t q_step = 0;
     int32_t q_first_row = 0;
+    // Sessions that ask for logit processing (logit_processing.h), and only
+    // they: one entry, and the committed tokens (prompt, then output) the
+    // block's rows follow. Empty for everyone else, so they carry nothing.
+    std::vector<LogitProcessing> processing = {};
+    std::vector<int32_t> history = {};
   };
   std::vector<Sequence> sequences;
   std::vector<int64_t> released;   // KV sequences to free before this step

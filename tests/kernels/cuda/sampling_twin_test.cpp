@@ -104,6 +104,14 @@ Batch mixed_batch(int V, uint32_t seed) {
   b.add("ties, top-p", tied_row(V, rng, 0.5f), params(1.0f, 0, 0.6f));
   b.add("ties, both", tied_row(V, rng, 1.0f), params(0.9f, k, 0.7f));
   b.add("ties, greedy", tied_row(V, rng, 1.0f), params(0.0f));
+  const auto with_min_p = [](SamplingParams p, float min_p) {
+    p.min_p = min_p;
+    return p;
+  };
+  b.add("min-p", random_row(V, rng), with_min_p(params(1.0f), 0.1f));
+  b.add("min-p 1", random_row(V, rng), with_min_p(params(0.8f), 1.0f));
+  b.add("min-p after top-k and top-p", random_row(V, rng), with_min_p(params(1.2f, k, 0.8f), 0.3f));
+  b.add("min-p, ties", tied_row(V, rng, 0.5f), with_min_p(params(1.0f, 0, 0.9f), 0.5f));
   b.add("all equal, top-p", std::vector<float>(V, 0.25f), params(1.0f, 0, 0.3f));
   b.add("all equal, top-k", std::vector<float>(V, -2.0f), params(1.0f, k));
 
