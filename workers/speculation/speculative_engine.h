@@ -147,7 +147,8 @@ class SpeculativeEngine {
   void commit(StepPlan& plan);
   // One session's tokens, stop rules applied; truncates both KV caches to
   // the committed prefix or ends the session. Returns the tokens appended.
-  int commit_tokens(EngineSession& session, std::span<const int32_t> accepted, int32_t token);
+  int commit_tokens(EngineSession& session, std::span<const int32_t> accepted, int32_t token,
+                    std::span<const TokenLogprob> logprobs);
 
   ModelConfig config_;
   EngineOptions options_;
