@@ -163,8 +163,10 @@ TEST_F(TinyLogprobs, PreemptionAndChunkedPrefillNeitherLoseNorRepeatScores) {
     requests.push_back(request(i, sampling, 40));
     requests.back().prompt_logprobs = true;
   }
-  std::vector<SpeculationResult> alone;
-  for (const SpeculationRequest& r : requests) alone.push_back(run({r}, true, ample)[0]);
+  // The same batch on an ample cache, prefilled whole (the forward pass is
+  // batch-invariant, so that is each session's run alone).
+  const auto alone = run(requests, true, ample);
+  EXPECT_EQ(preemptions, 0u);
   // 16 blocks (256 positions) for twelve sessions of up to 80 tokens, 32
   // new tokens a pass: sessions are preempted and prompts chunked.
   PagedKvCache tiny(target_config, 16, kBlockSize, *backend);
@@ -173,6 +175,7 @@ TEST_F(TinyLogprobs, PreemptionAndChunkedPrefillNeitherLoseNorRepeatScores) {
   for (size_t i = 0; i < requests.size(); ++i) {
     const std::string name = "session " + std::to_string(i);
     ASSERT_EQ(crowded[i].tokens, alone[i].tokens) << name;
+    EXPECT_EQ(crowded[i].logprobs.size(), crowded[i].tokens.size()) << name;
     EXPECT_EQ(crowded[i].prompt_logprobs.size(), requests[i].prompt.size() - 1) << name;
     expect_same_scores(crowded[i].logprobs, alone[i].logprobs, kTolerance, name);
     expect_same_scores(crowded[i].prompt_logprobs, alone[i].prompt_logprobs, kTolerance, name);
@@ -195,6 +198,26 @@ TEST_F(TinyLogprobs, PromptScoresAreTheRawLogSoftmaxAlsoWithMaxTokensZero) {
   EXPECT_EQ(results[1].finish, FinishReason::length);
   EXPECT_TRUE(results[1].tokens.empty());
   expect_same_scores(results[1].prompt_logprobs, results[0].prompt_logprobs, 0.0, "the prompts");
+}
+
+TEST_F(TinyLogprobs, ScoresKeepStepWithTheOutputWhileRunning) {
+  // What the engine loop streams: after every step, one score per token.
+  SpeculativeEngine engine(*target, ample, *model_drafter, {.step_token_budget = 8});
+  SpeculationRequest r = request(4, {.temperature = 0.0f}, 20);
+  r.gamma = GammaPolicy{false, 4};
+  const SessionKey key = engine.add(r);
+  int steps = 0;
+  while (!engine.finished(key)) {
+    engine.step();
+    ++steps;
+    ASSERT_EQ(engine.output_logprobs(key).size(), engine.output(key).size()) << "step " << steps;
+    // Prefilled in chunks of 8: the prompt's scores come chunk by chunk.
+    EXPECT_EQ(engine.prompt_logprobs(key).size(),
+              std::min<size_t>(static_cast<size_t>(8 * steps), r.prompt.size() - 1))
+        << "step " << steps;
+  }
+  EXPECT_EQ(engine.output(key).size(), 20u);
+  engine.take(key);
 }
 
 TEST_F(TinyLogprobs, SessionsThatDoNotAskGetNoScores) {

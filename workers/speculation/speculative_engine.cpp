@@ -222,6 +222,14 @@ const std::vector<int32_t>& SpeculativeEngine::output(SessionKey session) const 
   return get(session).result.tokens;
 }
 
+const std::vector<TokenLogprob>& SpeculativeEngine::output_logprobs(SessionKey session) const {
+  return get(session).result.logprobs;
+}
+
+const std::vector<TokenLogprob>& SpeculativeEngine::prompt_logprobs(SessionKey session) const {
+  return get(session).result.prompt_logprobs;
+}
+
 FinishReason SpeculativeEngine::finish_reason(SessionKey session) const {
   return get(session).result.finish;
 }

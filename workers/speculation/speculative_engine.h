@@ -103,6 +103,11 @@ class SpeculativeEngine {
   int prompt_length(SessionKey session) const;
   // Tokens generated so far (also while running, for streaming).
   const std::vector<int32_t>& output(SessionKey session) const;
+  // Their scores, one per output token, when the request asked (logprobs
+  // >= 0; else empty); and the prompt's, one per prompt token after the
+  // first once it is prefilled, when it asked (prompt_logprobs).
+  const std::vector<TokenLogprob>& output_logprobs(SessionKey session) const;
+  const std::vector<TokenLogprob>& prompt_logprobs(SessionKey session) const;
   // Why it finished (running while it has not).
   FinishReason finish_reason(SessionKey session) const;
   // Removes a session in any state and returns what it made; a waiting or
