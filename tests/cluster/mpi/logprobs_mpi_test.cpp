@@ -2,8 +2,9 @@
 // (coordinator on rank 0, the draft on rank 1, the target tensor-parallel
 // over ranks 2 and 3) scores the same tokens as one process does. Greedy
 // and seeded sampled sessions (q rows from the draft rank), prompt scores
-// in chunked prefill, and a prompt scored with max_tokens 0: the scores
-// travel in TargetResult from target rank 0, where verification runs.
+// in chunked prefill, a prompt scored with max_tokens 0, and blocks the
+// draft rank drafted ahead: the scores travel in TargetResult from target
+// rank 0, where verification runs.
 //
 // Rank 0 runs both engines: first every model in its own process, then the
 // job's proxies; ranks 1..3 serve the job until the coordinator's Shutdown.
@@ -46,6 +47,10 @@ DeploymentConfig job_config() {
   config.scheduler.kv_blocks = 64;         // the same on every rank: the coordinator's
   config.scheduler.draft_kv_blocks = 128;  // account is replayed by each target rank
   config.scheduler.step_token_budget = 16;  // long prompts are prefilled in chunks
+  // The draft rank drafts each block ahead of the one under verification,
+  // so scored blocks come from ready blocks too (one process drafts in
+  // lockstep: its draft cannot work apart).
+  config.speculation.pipeline = {PipelineMode::ahead, 0.0};
   return config;
 }
 
@@ -151,6 +156,7 @@ TEST(ClusterLogprobs, TheJobScoresWhatOneProcessScores) {
   const auto sent = requests();
   double largest = 0;
   size_t scores = 0;
+  int ahead_hits = 0;
   for (size_t i = 0; i < sent.size(); ++i) {
     const std::string name = "session " + std::to_string(i);
     EXPECT_EQ(job[i].tokens, alone[i].tokens) << name;
@@ -162,12 +168,14 @@ TEST(ClusterLogprobs, TheJobScoresWhatOneProcessScores) {
     largest = std::max(largest, largest_difference(job[i].prompt_logprobs, alone[i].prompt_logprobs,
                                                    name + " prompt"));
     scores += job[i].logprobs.size() + job[i].prompt_logprobs.size();
+    ahead_hits += job[i].stats.ahead_hits;
   }
+  EXPECT_GT(ahead_hits, 0) << "no block drafted ahead was verified";
   EXPECT_TRUE(job.back().tokens.empty());
   EXPECT_EQ(job.back().finish, FinishReason::length);
   EXPECT_LT(largest, kTolerance);
-  std::printf("%zu scores; largest difference from one process %.3g (tolerance %.0e)\n", scores,
-              largest, kTolerance);
+  std::printf("%zu scores, %d ahead hits; largest difference from one process %.3g "
+              "(tolerance %.0e)\n", scores, ahead_hits, largest, kTolerance);
 }
 
 }  // namespace
