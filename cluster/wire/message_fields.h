@@ -12,6 +12,7 @@
 
 #include <concepts>
 #include <type_traits>
+#include <utility>
 
 #include "cluster/wire/messages.h"
 
@@ -98,6 +99,8 @@ void fields(V& v, M& m) {
   v("q_first_row", m.q_first_row);
   v("processing", m.processing);
   v("history", m.history);
+  v("logprobs", m.logprobs);
+  v("scored", m.scored);
 }
 
 template <class V, Is<TargetStep> M>
@@ -109,6 +112,20 @@ void fields(V& v, M& m) {
   v("truncated_lengths", m.truncated_lengths);
 }
 
+// TokenLogprob::top's (token, logprob) pairs.
+template <class V, Is<std::pair<int32_t, float>> M>
+void fields(V& v, M& m) {
+  v("token", m.first);
+  v("logprob", m.second);
+}
+
+template <class V, Is<TokenLogprob> M>
+void fields(V& v, M& m) {
+  v("token", m.token);
+  v("logprob", m.logprob);
+  v("top", m.top);
+}
+
 template <class V, Is<TargetResult::Outcome> M>
 void fields(V& v, M& m) {
   v("accepted", m.accepted);
@@ -116,12 +133,14 @@ void fields(V& v, M& m) {
   v("beta_sum", m.beta_sum);
   v("beta_count", m.beta_count);
   v("fault", m.fault);
+  v("logprobs", m.logprobs);
 }
 
 template <class V, Is<TargetResult> M>
 void fields(V& v, M& m) {
   v("step", m.step);
   v("outcomes", m.outcomes);
+  v("prompt_logprobs", m.prompt_logprobs);
   v("forward_seconds", m.forward_seconds);
   v("communication_seconds", m.communication_seconds);
 }

@@ -15,6 +15,7 @@
 #include "cluster/wire/field_codec.h"
 #include "common/error.h"
 #include "transport/wire_format.h"
+#include "workers/speculation/logprob_rows.h"
 
 namespace tandem::wire {
 
@@ -169,6 +170,19 @@ void check_sequence(ByteReader& reader, const TargetStep::Sequence& sequence) {
     reader.fail("sequences.gamma", std::to_string(sequence.gamma) + " drafts but only " +
                                        std::to_string(tokens) + " tokens");
   }
+  if (sequence.verify && sequence.logit_count < sequence.gamma + 1) {
+    reader.fail("sequences.logit_count", std::to_string(sequence.logit_count) +
+                                             " logits rows for a block of " +
+                                             std::to_string(sequence.gamma) + " drafts");
+  }
+  if (sequence.logprobs < -1 || sequence.logprobs > kMaxTopLogprobs)
+    reader.fail("sequences.logprobs", "is " + std::to_string(sequence.logprobs) + ", must be in [-1, " +
+                                          std::to_string(kMaxTopLogprobs) + "]");
+  if (static_cast<int64_t>(sequence.scored.size()) > sequence.logit_count) {
+    reader.fail("sequences.scored", std::to_string(sequence.scored.size()) +
+                                        " prompt tokens to score with " +
+                                        std::to_string(sequence.logit_count) + " logits rows");
+  }
 }
 
 void check(ByteReader& reader, const TargetStep& message) {
@@ -186,6 +200,12 @@ void check(ByteReader& reader, const TargetResult& message) {
     require_non_negative(reader, "outcomes.accepted", outcome.accepted);
     require_non_negative(reader, "outcomes.beta_count", outcome.beta_count);
     check_fault(reader, "outcomes.fault", outcome.fault);
+    if (!outcome.logprobs.empty() &&
+        outcome.logprobs.size() != static_cast<size_t>(outcome.accepted) + 1) {
+      reader.fail("outcomes.logprobs", std::to_string(outcome.logprobs.size()) +
+                                           " scores for a block that emits " +
+                                           std::to_string(outcome.accepted + 1) + " tokens");
+    }
   }
 }
 

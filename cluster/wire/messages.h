@@ -8,7 +8,7 @@
 //                                 (the rows themselves: floats on the q link,
 //                                 device to device with NCCL)
 //   coordinator → every TP rank   TargetStep    the ragged batch to verify
-//   target rank 0 → coordinator   TargetResult  n, t and β per block
+//   target rank 0 → coordinator   TargetResult  n, t and β per block (and logprobs)
 //   coordinator → every worker    Shutdown      leave the serving loop
 // and once, at start:
 //   every worker → coordinator    WorkerReady   model loaded, what it cost
@@ -39,11 +39,13 @@ using tandem::QSource;
 using tandem::SessionFault;
 using tandem::TargetResult;
 using tandem::TargetStep;
+using tandem::TokenLogprob;
 
 // 2: TargetStep sequences name their QRows; 3: TargetStep carries truncations;
 // 4: QRows carries row counts, the rows follow apart; no inline q rows;
 // 5: DraftReply and TargetResult carry each session's own fault;
-// 6: min_p, and logit processing (and a TargetStep's history) for sessions that ask
+// 6: min_p, logit processing (and a TargetStep's history) for sessions that ask;
+//    logprobs: TargetStep sequences ask (logprobs, scored), TargetResult carries them
 constexpr uint16_t kFormatVersion = 6;
 
 enum class MessageType : uint16_t {

@@ -126,14 +126,14 @@ TEST(MessagesCorrupt, TargetStepQSourceOutOfRange) {
   message.sequences.emplace_back();
   Bytes bytes = encode(message);
   // q_source is the byte before q_step (8), q_first_row (4), the
-  // processing and history counts (4 each) and the released, truncated and
-  // truncated_lengths counts (4 each). 1 (rows inline, retired) and 3
-  // (local, never sent) are not wire values.
+  // processing and history counts (4 each), logprobs (4), the scored count
+  // (4) and the released, truncated and truncated_lengths counts (4 each).
+  // 1 (rows inline, retired) and 3 (local, never sent) are not wire values.
   for (uint8_t value : {1, 3, 4}) {
-    bytes[bytes.size() - 33] = std::byte{value};
+    bytes[bytes.size() - 41] = std::byte{value};
     expect_corrupt([&] { decode_target_step(bytes); }, {"TargetStep", "sequences.q_source"});
   }
-  bytes[bytes.size() - 33] = std::byte{2};
+  bytes[bytes.size() - 41] = std::byte{2};
   EXPECT_NO_THROW(decode_target_step(bytes));
 }
 
@@ -141,11 +141,12 @@ TEST(MessagesCorrupt, SessionFaultsOutOfRangeOrMiscountedAreRejected) {
   TargetResult result;
   result.outcomes.emplace_back();
   Bytes bytes = encode(result);
-  // The outcome's fault is the byte before forward_seconds and
+  // The outcome's fault is the byte before its logprobs count and the
+  // prompt_logprobs count (4 each), forward_seconds and
   // communication_seconds (8 each).
-  bytes[bytes.size() - 17] = std::byte{kLastSessionFault + 1};
+  bytes[bytes.size() - 25] = std::byte{kLastSessionFault + 1};
   expect_corrupt([&] { decode_target_result(bytes); }, {"TargetResult", "outcomes.fault"});
-  bytes[bytes.size() - 17] = std::byte{kLastSessionFault};
+  bytes[bytes.size() - 25] = std::byte{kLastSessionFault};
   EXPECT_NO_THROW(decode_target_result(bytes));
 
   DraftReply reply;
@@ -186,6 +187,39 @@ TEST(MessagesCorrupt, TargetStepBlockMustFitItsTokens) {
   expect_corrupt([&] { decode_target_step(encode(message)); }, {"TargetStep", "sequences.logit_count"});
   sequence.logit_count = -1;
   expect_corrupt([&] { decode_target_step(encode(message)); }, {"TargetStep", "sequences.logit_count"});
+}
+
+TEST(MessagesCorrupt, LogprobFieldsMustFitTheirRows) {
+  TargetStep message;
+  message.sequences.emplace_back();
+  TargetStep::Sequence& sequence = message.sequences[0];
+  sequence.tokens = {1, 2, 3};
+  sequence.logit_count = 2;
+  sequence.logprobs = 21;
+  expect_corrupt([&] { decode_target_step(encode(message)); },
+                 {"TargetStep", "sequences.logprobs"});
+  sequence.logprobs = -2;
+  expect_corrupt([&] { decode_target_step(encode(message)); },
+                 {"TargetStep", "sequences.logprobs"});
+  sequence.logprobs = 20;
+  sequence.scored = {2, 3, 4};  // three prompt tokens for two rows
+  expect_corrupt([&] { decode_target_step(encode(message)); },
+                 {"TargetStep", "sequences.scored", "3 prompt tokens"});
+  sequence.scored = {2, 3};
+  EXPECT_NO_THROW(decode_target_step(encode(message)));
+  sequence.verify = true;  // a block of two drafts needs three rows
+  sequence.gamma = 2;
+  expect_corrupt([&] { decode_target_step(encode(message)); },
+                 {"TargetStep", "sequences.logit_count", "2 drafts"});
+
+  TargetResult result;
+  result.outcomes.emplace_back();
+  result.outcomes[0].accepted = 1;
+  result.outcomes[0].logprobs.resize(3);  // a block emitting two tokens
+  expect_corrupt([&] { decode_target_result(encode(result)); },
+                 {"TargetResult", "outcomes.logprobs", "emits 2"});
+  result.outcomes[0].logprobs.resize(2);
+  EXPECT_NO_THROW(decode_target_result(encode(result)));
 }
 
 TEST(MessagesCorrupt, LocalQRowsAreNeverEncoded) {

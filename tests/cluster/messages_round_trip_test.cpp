@@ -37,6 +37,16 @@ void expect_same(const std::vector<LogitProcessing>& a, const std::vector<LogitP
   }
 }
 
+// Bit for bit: scores travel as the floats they are.
+void expect_same(const std::vector<TokenLogprob>& a, const std::vector<TokenLogprob>& b) {
+  ASSERT_EQ(a.size(), b.size());
+  for (size_t j = 0; j < a.size(); ++j) {
+    EXPECT_EQ(a[j].token, b[j].token);
+    EXPECT_EQ(a[j].logprob, b[j].logprob);
+    EXPECT_EQ(a[j].top, b[j].top);
+  }
+}
+
 TEST(MessagesRoundTrip, DraftStep) {
   const DraftStep sent = sample_draft_step();
   const DraftStep got = decode_draft_step(encode(sent));
@@ -100,6 +110,8 @@ TEST(MessagesRoundTrip, TargetStep) {
     EXPECT_EQ(a.q_first_row, b.q_first_row);
     expect_same(a.processing, b.processing);
     EXPECT_EQ(a.history, b.history);
+    EXPECT_EQ(a.logprobs, b.logprobs);
+    EXPECT_EQ(a.scored, b.scored);
   }
   EXPECT_EQ(got.released, sent.released);
   EXPECT_EQ(got.truncated, sent.truncated);
@@ -117,7 +129,11 @@ TEST(MessagesRoundTrip, TargetResult) {
     EXPECT_EQ(got.outcomes[i].beta_sum, sent.outcomes[i].beta_sum);
     EXPECT_EQ(got.outcomes[i].beta_count, sent.outcomes[i].beta_count);
     EXPECT_EQ(got.outcomes[i].fault, sent.outcomes[i].fault);
+    expect_same(got.outcomes[i].logprobs, sent.outcomes[i].logprobs);
   }
+  ASSERT_EQ(got.prompt_logprobs.size(), sent.prompt_logprobs.size());
+  for (size_t i = 0; i < sent.prompt_logprobs.size(); ++i)
+    expect_same(got.prompt_logprobs[i], sent.prompt_logprobs[i]);
   EXPECT_EQ(got.forward_seconds, sent.forward_seconds);
   EXPECT_EQ(got.communication_seconds, sent.communication_seconds);
 }

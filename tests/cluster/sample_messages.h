@@ -67,6 +67,9 @@ inline wire::TargetStep sample_target_step() {
   prefill.first_position = 1LL << 35;
   prefill.lenience = 0.5f;
   prefill.session = 11;
+  prefill.logit_count = 4;  // its last four rows score the prompt's tokens 6..9
+  prefill.logprobs = 20;
+  prefill.scored = {6, 7, 8, 9};
   message.sequences.push_back(prefill);
 
   wire::TargetStep::Sequence verify;
@@ -83,6 +86,7 @@ inline wire::TargetStep sample_target_step() {
   verify.q_source = wire::QSource::one_hot;
   verify.processing = {sample_processing()};
   verify.history = {1, 2, 3, 4, 5, 6, 7};
+  verify.logprobs = 0;
   message.sequences.push_back(verify);
 
   wire::TargetStep::Sequence from_draft_rank = verify;
@@ -102,8 +106,12 @@ inline wire::TargetResult sample_target_result() {
   wire::TargetResult message;
   message.step = 77;
   // 1/3: not exact in a float
-  message.outcomes = {{2, 1001, 1.0 / 3.0, 2, SessionFault::none},
-                      {0, 0, 0.0, 0, SessionFault::nonfinite_target_logits}};
+  message.outcomes = {{2, 1001, 1.0 / 3.0, 2, SessionFault::none, {}},
+                      {0, 0, 0.0, 0, SessionFault::nonfinite_target_logits, {}}};
+  message.outcomes[0].logprobs = {{17, -0.25f, {{17, -0.25f}, {3, -1.5f}}},
+                                  {18, -1.0f / 3.0f, {}},
+                                  {1001, -7.125f, {{2, -0.5f}}}};
+  message.prompt_logprobs = {{}, {{6, -2.75f, {{4, -0.125f}}}}};
   message.forward_seconds = 0.031;
   message.communication_seconds = 0.004;
   return message;

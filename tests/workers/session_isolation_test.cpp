@@ -2,7 +2,8 @@
 // poisoned (a sampling parameter the ops refuse, reaching the engine
 // without the API's checks; logits that are not finite, forced through a
 // backend that turns one token's embedding into NaN, in the target or in
-// the draft). The poisoned session ends alone with its own error; the
+// the draft, also in prefill rows scored for prompt logprobs). The
+// poisoned session ends alone with its own error; the
 // other fifteen, greedy and seeded, finish with exactly the tokens they
 // produce alone. On the CPU backend, and on CUDA with the batch-invariant
 // matmuls (skipped without a device; compared with itself, hence the
@@ -10,6 +11,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cmath>
 #include <limits>
 #include <memory>
 #include <set>
@@ -181,6 +183,36 @@ TEST_P(SessionIsolation, NonFiniteTargetLogitsEndOnlyThatRequest) {
   all[kPoisoned].prompt.push_back(target_backend->poison);
   expect_only_poisoned_fails(all, ErrorKind::internal,
                              "non-finite logits for this request: the target model's");
+}
+
+TEST_P(SessionIsolation, NonFiniteLogitsInAScoredPrefillChunkEndOnlyThatRequest) {
+  // Prompt scores (echo) come from prefill rows that no block verifies:
+  // with chunks of 4 tokens, the poisoned session's first chunk already
+  // holds NaN rows. It ends there, before a NaN score is reported.
+  target_backend->poison = unused_token();
+  std::vector<SpeculationRequest> all = requests;
+  SpeculationRequest& poisoned = all[kPoisoned];
+  poisoned.prompt.insert(poisoned.prompt.begin() + 1, target_backend->poison);
+  poisoned.prompt_logprobs = true;
+  SpeculativeEngine engine(target->model, target->cache, drafters(), {.step_token_budget = 4});
+  std::vector<SessionKey> keys;
+  for (const SpeculationRequest& r : all) keys.push_back(engine.add(r));
+  engine.run_to_completion();
+  for (int i = 0; i < kSessions; ++i) {
+    const SpeculationResult got = engine.take(keys[static_cast<size_t>(i)]);
+    if (i != kPoisoned) {
+      EXPECT_EQ(got.tokens, alone[i].tokens) << "session " << i;
+      continue;
+    }
+    EXPECT_EQ(got.finish, FinishReason::failed);
+    ASSERT_TRUE(got.error.has_value());
+    EXPECT_NE(std::string(got.error->what()).find("non-finite logits for this request"),
+              std::string::npos) << got.error->what();
+    for (const TokenLogprob& scored : got.prompt_logprobs)
+      EXPECT_TRUE(std::isfinite(scored.logprob)) << "a NaN prompt score was reported";
+    EXPECT_TRUE(got.tokens.empty());
+  }
+  EXPECT_EQ(target->cache.used_blocks(), 0);
 }
 
 TEST_P(SessionIsolation, NonFiniteDraftLogitsEndOnlyThatRequest) {

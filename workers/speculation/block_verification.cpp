@@ -6,6 +6,7 @@
 #include <utility>
 
 #include "common/error.h"
+#include "workers/speculation/logprob_rows.h"
 
 namespace tandem {
 namespace {
@@ -105,14 +106,16 @@ void verify_blocks(Backend& backend, int V, const float* logits, const TargetSte
   std::vector<std::pair<size_t, SessionFault>> faulted;  // index into outcomes, fault
   for (size_t index = 0; index < step.sequences.size(); ++index) {
     const TargetStep::Sequence& s = step.sequences[index];
-    const size_t first_row = row;
+    const size_t sequence_row = row;
     row += static_cast<size_t>(s.logit_count);
     if (!s.verify) continue;
-    require(s.logit_count == s.gamma + 1, ErrorKind::internal, [&] {
+    require(s.logit_count >= s.gamma + 1, ErrorKind::internal, [&] {
       return "session " + std::to_string(s.session) + " verifies " + std::to_string(s.gamma) +
              " drafts with " + std::to_string(s.logit_count) + " logits rows";
     });
-    if (const SessionFault fault = block_fault(s, nonfinite, first_row, from[index]);
+    // p_1..p_{γ+1} are its last rows (rows before them score its prompt).
+    const size_t first_row = row - static_cast<size_t>(s.gamma + 1);
+    if (const SessionFault fault = block_fault(s, nonfinite, sequence_row, from[index]);
         fault != SessionFault::none) {
       faulted.emplace_back(verified++, fault);
       continue;
@@ -181,6 +184,7 @@ void verify_blocks(Backend& backend, int V, const float* logits, const TargetSte
       out.beta_sum += greedy[k].target_argmax[j] == greedy[k].drafted[j] ? 1.0 : 0.0;
     out.beta_count = greedy[k].gamma;
   }
+  score_blocks(backend, V, from, probs.data(), step, outcomes);  // for the sessions that ask
 }
 
 }  // namespace tandem

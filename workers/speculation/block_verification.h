@@ -1,7 +1,8 @@
 // verify_blocks: step 4 of the engine (accept) for one target pass.
 //
 // Given the pass's logits (rows in step order: each sequence's last
-// logit_count tokens), verifies every sequence that asks for it: greedy
+// logit_count tokens, a block's γ + 1 rows last, after any rows that score
+// its prompt), verifies every sequence that asks for it: greedy
 // sessions compare argmaxes (the fast path that never builds probability
 // rows), sampled ones standardize p_1..p_{γ+1} and run Algorithm 1 against
 // q rows that come from the drafter in this process, over the q rows link,
@@ -36,7 +37,8 @@ struct VerifyScratch {
 // no part in the ops, so the other blocks' outcomes are what they would be
 // without it. A block whose session asks for logit processing verifies
 // from its processed rows (logit_processing.h), greedy ones included.
-// Rows with
+// Blocks whose session asks for logprobs get them in their outcome
+// (logprob_rows.h), scored from those same rows. Rows with
 // q_source local are local_q[i] (one per sequence, or empty when none is
 // local); those with q_source draft_rank come from draft_rank_rows. A block
 // whose rows are missing (no inbox, or not in its QRows) is an

@@ -141,18 +141,23 @@ std::vector<const float*> process_step_logits(Backend& backend, int V, const flo
   size_t row = 0, processed_rows = 0;
   for (size_t i = 0; i < step.sequences.size(); ++i) {
     const TargetStep::Sequence& s = step.sequences[i];
-    where[i] = logits + row * V;
-    first_rows.push_back(row);
+    // A block's γ + 1 rows are the sequence's last ones (rows before them
+    // score its prompt: logprob_rows.h).
+    const int block_rows = s.gamma + 1;
+    const size_t block_row =
+        row + (s.verify && s.logit_count >= block_rows ? s.logit_count - block_rows : 0);
+    where[i] = logits + block_row * V;
+    first_rows.push_back(block_row);
     row += static_cast<size_t>(s.logit_count);
     if (!s.verify || s.processing.empty() || !s.processing.front().active()) continue;
     if (find_processing_problem(s.processing.front(), V) ||
         s.history.size() < static_cast<size_t>(s.processing.front().prompt_length) ||
-        s.logit_count != s.gamma + 1 || s.tokens.size() < static_cast<size_t>(s.gamma)) {
+        s.logit_count < block_rows || s.tokens.size() < static_cast<size_t>(s.gamma)) {
       where[i] = nullptr;  // the block's fault (block_verification.cpp) ends it alone
       continue;
     }
     processed.push_back(i);
-    processed_rows += static_cast<size_t>(s.logit_count);
+    processed_rows += static_cast<size_t>(block_rows);
   }
   if (processed.empty()) return where;
   const size_t total = processed_rows * V;
@@ -161,12 +166,12 @@ std::vector<const float*> process_step_logits(Backend& backend, int V, const flo
   size_t at = 0;
   for (size_t i : processed) {
     const TargetStep::Sequence& s = step.sequences[i];
-    const size_t n = static_cast<size_t>(s.logit_count) * V;
+    const size_t n = static_cast<size_t>(s.gamma + 1) * V;
     float* host = scratch.host.data() + at;
     backend.download(logits + first_rows[i] * V, std::span(host, n));
     const std::span<const int32_t> drafts(s.tokens.data() + s.tokens.size() - s.gamma,
                                           static_cast<size_t>(s.gamma));
-    process_rows(s.processing.front(), s.history, drafts, s.logit_count, V, host);
+    process_rows(s.processing.front(), s.history, drafts, s.gamma + 1, V, host);
     where[i] = scratch.rows.data() + at;
     at += n;
   }
@@ -175,7 +180,7 @@ std::vector<const float*> process_step_logits(Backend& backend, int V, const flo
   for (size_t i : processed) {
     const TargetStep::Sequence& s = step.sequences[i];
     if (!s.sampling.greedy()) continue;
-    backend.argmax(where[i], s.logit_count, V, argmaxes.data() + first_rows[i]);
+    backend.argmax(where[i], s.gamma + 1, V, argmaxes.data() + first_rows[i]);
   }
   return where;
 }

@@ -37,7 +37,7 @@ void SpeculativeEngine::commit(StepPlan& plan) {
       gamma_sum += report.gamma;
       report.emitted = commit_tokens(
           s, std::span(e.proposal.tokens).first(static_cast<size_t>(e.outcome.accepted)),
-          e.outcome.token);
+          e.outcome.token, e.logprobs);
     }
     last_step_.sessions.push_back(std::move(report));
   }
@@ -46,7 +46,13 @@ void SpeculativeEngine::commit(StepPlan& plan) {
 }
 
 int SpeculativeEngine::commit_tokens(EngineSession& s, std::span<const int32_t> accepted,
-                                     int32_t token) {
+                                     int32_t token, std::span<const TokenLogprob> logprobs) {
+  // Scoring a prompt only (echo with max_tokens 0): its final chunk was
+  // verified to reach here, and what it drew is not output.
+  if (s.request.max_new_tokens == 0) {
+    planner_.finish(s, FinishReason::length);
+    return 0;
+  }
   std::vector<int32_t> emitted(accepted.begin(), accepted.end());
   emitted.push_back(token);
   const auto& stops = s.request.stop_ids;
@@ -54,6 +60,8 @@ int SpeculativeEngine::commit_tokens(EngineSession& s, std::span<const int32_t> 
   for (int32_t t : emitted) {
     s.tokens.push_back(t);
     s.result.tokens.push_back(t);
+    // In step with the tokens: a block the stop rules cut is cut here too.
+    if (!logprobs.empty()) s.result.logprobs.push_back(logprobs[static_cast<size_t>(appended)]);
     ++appended;
     FinishReason reason = FinishReason::running;
     if (std::find(stops.begin(), stops.end(), t) != stops.end()) {

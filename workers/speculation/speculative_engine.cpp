@@ -9,6 +9,7 @@
 #include <string>
 
 #include "common/error.h"
+#include "workers/speculation/logprob_rows.h"
 #include "workers/speculation/target_step_runner.h"
 
 namespace tandem {
@@ -160,12 +161,19 @@ void SpeculativeEngine::check(const SpeculationRequest& request) const {
            std::to_string(cache_positions) +
            " positions): shorten it or raise scheduler.kv_blocks";
   });
-  require(request.max_new_tokens >= 1, ErrorKind::invalid_argument, "max_tokens: must be >= 1");
+  // 0 only scores the prompt (echo with max_tokens 0): it is prefilled, then ends.
+  require(request.max_new_tokens >= 1 || (request.max_new_tokens == 0 && request.prompt_logprobs),
+          ErrorKind::invalid_argument,
+          "max_tokens: must be >= 1 (0 only when the prompt's logprobs are asked for)");
+  require(request.logprobs >= -1 && request.logprobs <= kMaxTopLogprobs,
+          ErrorKind::invalid_argument,
+          "logprobs: must be in [0, " + std::to_string(kMaxTopLogprobs) + "] (or -1: none)");
   // Alone, a session holds its tokens but the last (never fed) in the
   // cache, up to the context; checked here so that it is refused, never
   // cut short (step_planner.h). Sessions that fit alone but not beside
   // others wait or are preempted instead.
-  const int64_t tokens = std::min<int64_t>(int64_t{length} + request.max_new_tokens,
+  // (Scoring a prompt alone feeds every token of it, as one new token would.)
+  const int64_t tokens = std::min<int64_t>(int64_t{length} + std::max(request.max_new_tokens, 1),
                                            config.max_position_embeddings);
   require(tokens - 1 <= cache_positions, ErrorKind::invalid_argument, [&] {
     return "max_tokens: the prompt (" + std::to_string(length) + " tokens) and max_tokens (" +
@@ -223,6 +231,14 @@ int SpeculativeEngine::prompt_length(SessionKey session) const {
 
 const std::vector<int32_t>& SpeculativeEngine::output(SessionKey session) const {
   return get(session).result.tokens;
+}
+
+const std::vector<TokenLogprob>& SpeculativeEngine::output_logprobs(SessionKey session) const {
+  return get(session).result.logprobs;
+}
+
+const std::vector<TokenLogprob>& SpeculativeEngine::prompt_logprobs(SessionKey session) const {
+  return get(session).result.prompt_logprobs;
 }
 
 FinishReason SpeculativeEngine::finish_reason(SessionKey session) const {

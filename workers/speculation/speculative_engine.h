@@ -103,6 +103,11 @@ class SpeculativeEngine {
   int prompt_length(SessionKey session) const;
   // Tokens generated so far (also while running, for streaming).
   const std::vector<int32_t>& output(SessionKey session) const;
+  // Their scores, one per output token, when the request asked (logprobs
+  // >= 0; else empty); and the prompt's, one per prompt token after the
+  // first once it is prefilled, when it asked (prompt_logprobs).
+  const std::vector<TokenLogprob>& output_logprobs(SessionKey session) const;
+  const std::vector<TokenLogprob>& prompt_logprobs(SessionKey session) const;
   // Why it finished (running while it has not).
   FinishReason finish_reason(SessionKey session) const;
   // Removes a session in any state and returns what it made; a waiting or
@@ -147,7 +152,8 @@ class SpeculativeEngine {
   void commit(StepPlan& plan);
   // One session's tokens, stop rules applied; truncates both KV caches to
   // the committed prefix or ends the session. Returns the tokens appended.
-  int commit_tokens(EngineSession& session, std::span<const int32_t> accepted, int32_t token);
+  int commit_tokens(EngineSession& session, std::span<const int32_t> accepted, int32_t token,
+                    std::span<const TokenLogprob> logprobs);
 
   ModelConfig config_;
   EngineOptions options_;

@@ -38,6 +38,8 @@ struct StepPlan {
     int first_row = -1;         // its first logits row, -1 when it does not verify
     VerifyOutcome outcome;      // n accepted and the target's token, when it verifies
     SessionFault fault = SessionFault::none;  // its own fault, found drafting or verifying
+    std::vector<TokenLogprob> logprobs;  // the outcome's n + 1 scores, when the session asks
+    int prompt_scores = 0;               // prompt tokens its rows score this pass
     bool from_ready = false;    // its block was drafted in an earlier step
     // Drafting ahead during the target pass: the request's tokens
     // (committed text, then this block's drafts), alive until it returns.

@@ -11,6 +11,7 @@
 
 #include "kernels/sampling_params.h"
 #include "workers/speculation/logit_processing.h"
+#include "workers/speculation/engine_types.h"
 #include "workers/speculation/session_fault.h"
 
 namespace tandem {
@@ -75,6 +76,14 @@ struct TargetStep {
     // block's rows follow. Empty for everyone else, so they carry nothing.
     std::vector<LogitProcessing> processing = {};
     std::vector<int32_t> history = {};
+    // Logprobs (logprob_rows.h), only for sessions that ask. logprobs >= 0:
+    // each token a verified block emits is scored under the row it was
+    // sampled from, with the top `logprobs` tokens. `scored`: prompt tokens
+    // scored by the first scored.size() logits rows (raw log-softmax, top
+    // max(logprobs, 0)); logit_count then covers those rows too, and the
+    // block's γ + 1 rows are always the last ones.
+    int32_t logprobs = -1;
+    std::vector<int32_t> scored;
   };
   std::vector<Sequence> sequences;
   std::vector<int64_t> released;   // KV sequences to free before this step
@@ -97,8 +106,14 @@ struct TargetResult {
     // The block's own fault (its sampling parameters, its non-finite
     // logits): n and t mean nothing then, and the engine ends its session.
     SessionFault fault = SessionFault::none;
+    // When the block asked (Sequence::logprobs >= 0): n + 1 entries, the
+    // accepted drafts' and t's, each under its own row p_j.
+    std::vector<TokenLogprob> logprobs;
   };
   std::vector<Outcome> outcomes;     // one per verifying sequence, in step order
+  // One per sequence, in step order: the scores of its `scored` tokens
+  // (empty for a sequence that scores none).
+  std::vector<std::vector<TokenLogprob>> prompt_logprobs;
   double forward_seconds = 0;        // the sharded forward pass on target rank 0
   double communication_seconds = 0;  // of which waiting in collectives
 };

@@ -5,6 +5,7 @@
 #include <string>
 
 #include "common/error.h"
+#include "workers/speculation/logprob_rows.h"
 
 namespace tandem {
 
@@ -67,6 +68,8 @@ void TargetStepRunner::run(TargetStep& step, std::span<const DeviceRows> local_q
   if (logits == nullptr) return;  // a shard other than target rank 0
   verify_blocks(model_.backend(), model_.config().vocab_size, logits, step, local_q,
                 q_rows_ ? &*q_rows_ : nullptr, verify_scratch_, result.outcomes);
+  score_prompts(model_.backend(), model_.config().vocab_size, logits, step,
+                result.prompt_logprobs);
   if (q_rows_) {
     // Rows of draft steps up to the newest this step named are used or
     // belong to blocks that will never be verified.
