@@ -1,5 +1,5 @@
-// `tandem serve [--config FILE] [--host H] [--port N]`: run a YAML deployment
-// until SIGTERM or SIGINT. `--check-config FILE` only checks it (no models
+// `tandem serve [--config FILE] [--host H] [--port N] [--log-format F]`: run a
+// YAML deployment until SIGTERM or SIGINT. `--check-config FILE` only checks it (no models
 // are loaded, nothing is bound) and prints what it would run. Both run the
 // same checks: the file's own (load_deployment), then what this machine
 // must provide (check_deployment_can_serve), overrides included.
@@ -7,6 +7,7 @@
 #include <memory>
 #include <optional>
 
+#include "common/error.h"
 #include "coordinator/cli/commands.h"
 #include "coordinator/config/deployment_config.h"
 #include "coordinator/config/serve_checks.h"
@@ -20,6 +21,7 @@ struct ServeFlags {
   std::string check_config;
   std::optional<std::string> host;
   std::optional<std::int64_t> port;
+  std::optional<std::string> log_format;
 };
 
 DeploymentConfig deployment_with_overrides(const std::string& path, const ServeFlags& flags) {
@@ -27,6 +29,11 @@ DeploymentConfig deployment_with_overrides(const std::string& path, const ServeF
   // Overrides for scripts and tests (port 0: any free port, printed at start).
   if (flags.host) override_host(config, *flags.host);
   if (flags.port) override_port(config, *flags.port);
+  if (flags.log_format) {
+    require(*flags.log_format == "text" || *flags.log_format == "json", ErrorKind::invalid_argument,
+            "--log-format: expected text or json, got \"" + *flags.log_format + "\"");
+    config.server.log_format = *flags.log_format;
+  }
   check_deployment_can_serve(config);
   return config;
 }
@@ -48,6 +55,9 @@ Run define_serve(Command& command) {
   add_value(command, "--port", flags->port,
             "listen on this port instead of server.port (0: any free port, printed at start)")
       .type_name("N");
+  add_value(command, "--log-format", flags->log_format,
+            "the request log's lines, text or json, instead of server.log_format")
+      .type_name("FORMAT");
   return [flags] {
     if (!flags->check_config.empty()) {
       const DeploymentConfig config = deployment_with_overrides(flags->check_config, *flags);
