@@ -11,7 +11,8 @@
 namespace tandem::http {
 namespace {
 
-using json = nlohmann::json;
+// Keys in the order written (time first), as a reader scans the line.
+using json = nlohmann::ordered_json;
 
 std::string utc_iso8601(std::chrono::system_clock::time_point time) {
   const auto since_epoch =
@@ -134,7 +135,7 @@ std::string failure_cause(std::string_view body) {
     if (message != error->end() && message->is_string()) return message->get<std::string>();
   }
   const auto status = parsed.find("status");
-  if (status != parsed.end() && status->is_string()) return "status " + status->get<std::string>();
+  if (status != parsed.end() && status->is_string()) return "status: " + status->get<std::string>();
   return "";
 }
 
