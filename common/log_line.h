@@ -19,7 +19,9 @@ inline void write_whole_line(std::ostream& out, const std::string& line) {
   out.flush();
 }
 
-inline void log_line(std::ostream& out, const std::string& line) { write_whole_line(out, "tandem: " + line); }
+inline void log_line(std::ostream& out, const std::string& line) {
+  write_whole_line(out, "tandem: " + line);
+}
 
 // The same, formatting its parts as << would: log_line(out, "ready in ", s, " s").
 template <typename... Parts>

@@ -287,7 +287,8 @@ void EngineLoop::end(SessionKey key, Active& active, const SpeculationStats& sta
   end.speculation.gamma_policy = active.job.gamma_policy;
   end.speculation.drafter = active.job.request.drafter;
   end.speculation.lossless = active.job.request.lenience >= 1.0f;
-  if (active.first_token) end.time_to_first_token = seconds_between(active.job.received, *active.first_token);
+  if (active.first_token)
+    end.time_to_first_token = seconds_between(active.job.received, *active.first_token);
   beta_sum_ += stats.beta_sum;
   beta_count_ += stats.beta_count;
 

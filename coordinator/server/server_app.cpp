@@ -129,7 +129,8 @@ void ServerApp::start() {
   options.idle_timeout = seconds_to_ms(config.server.idle_timeout_seconds);
   options.request_read_timeout = seconds_to_ms(config.server.request_read_timeout_seconds);
   options.log = &log_;
-  options.log_format = config.server.log_format == "json" ? http::LogFormat::json : http::LogFormat::text;
+  options.log_format =
+      config.server.log_format == "json" ? http::LogFormat::json : http::LogFormat::text;
   options.on_connections_changed = [&metrics = parts.metrics](int change) {
     metrics.open_connections.inc(change);
   };
