@@ -11,10 +11,16 @@
 
 namespace tandem {
 
-inline void log_line(std::ostream& out, const std::string& line) {
-  const std::string whole = "tandem: " + line + "\n";
+// `line` and its newline in one write, with no prefix: for lines a machine
+// reads whole (a JSON request log line is one JSON object).
+inline void write_whole_line(std::ostream& out, const std::string& line) {
+  const std::string whole = line + "\n";
   out.write(whole.data(), static_cast<std::streamsize>(whole.size()));
   out.flush();
+}
+
+inline void log_line(std::ostream& out, const std::string& line) {
+  write_whole_line(out, "tandem: " + line);
 }
 
 // The same, formatting its parts as << would: log_line(out, "ready in ", s, " s").

@@ -1,5 +1,5 @@
-// `tandem serve [--config FILE] [--host H] [--port N]`: run a YAML deployment
-// until SIGTERM or SIGINT. `--check-config FILE` only checks it (no models
+// `tandem serve [--config FILE] [--host H] [--port N] [--log-format F]`: run a
+// YAML deployment until SIGTERM or SIGINT. `--check-config FILE` only checks it (no models
 // are loaded, nothing is bound) and prints what it would run. Both run the
 // same checks: the file's own (load_deployment), then what this machine
 // must provide (check_deployment_can_serve), overrides included.
@@ -28,6 +28,7 @@ struct ServeFlags {
   std::optional<std::string> model;
   std::optional<std::string> draft;
   std::optional<std::string> gamma;
+  std::optional<std::string> log_format;
 };
 
 // The deployment of --config FILE, or of --model DIR and its flags.
@@ -49,6 +50,11 @@ DeploymentConfig deployment_with_overrides(const std::string& path, const ServeF
   // Overrides for scripts and tests (port 0: any free port, printed at start).
   if (flags.host) override_host(config, *flags.host);
   if (flags.port) override_port(config, *flags.port);
+  if (flags.log_format) {
+    require(*flags.log_format == "text" || *flags.log_format == "json", ErrorKind::invalid_argument,
+            "--log-format: expected text or json, got \"" + *flags.log_format + "\"");
+    config.server.log_format = *flags.log_format;
+  }
   check_deployment_can_serve(config);
   return config;
 }
@@ -85,6 +91,9 @@ Run define_serve(Command& command) {
             "with --model: tokens drafted per step, auto (chosen from measured acceptance and "
             "costs) or 0..64 (0: plain decoding); default auto")
       .type_name("auto|N");
+  add_value(command, "--log-format", flags->log_format,
+            "the request log's lines, text or json, instead of server.log_format")
+      .type_name("FORMAT");
   return [flags] {
     if (!flags->check_config.empty()) {
       const DeploymentConfig config = deployment_with_overrides(flags->check_config, *flags);

@@ -40,6 +40,7 @@ const Keys kServerKeys = {"host",
                           "api_key_env",
                           "shutdown_grace_seconds",
                           "served_model_name",
+                          "log_format",
                           "allowed_hosts",
                           "cors_origins"};
 const Keys kModelsKeys = {"target", "draft"};
@@ -128,6 +129,7 @@ ServerConfig read_server(const ConfigSection& section) {
   server.shutdown_grace_seconds =
       section.number("shutdown_grace_seconds", server.shutdown_grace_seconds, Interval{.low = 0});
   server.served_model_name = section.text("served_model_name", server.served_model_name);
+  server.log_format = section.word("log_format", server.log_format, {"text", "json"});
   read_web_access(section, server);
   return server;
 }

@@ -41,6 +41,7 @@ struct ServerConfig {
   std::string api_key_env;               // NAME of the variable holding the key; "" = no auth
   double shutdown_grace_seconds = 10;    // how long running requests may finish on SIGTERM
   std::string served_model_name = "tandem";
+  std::string log_format = "text";  // the request log's lines: text | json
   // Who may call from where (web_access.h): Host headers answered (nullopt:
   // the bind address and the loopback names), and the browser origins other
   // than the server's own allowed to call it ("*": any).

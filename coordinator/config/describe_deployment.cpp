@@ -78,7 +78,7 @@ std::string describe(const DeploymentConfig& config) {
       << " bytes, " << number(server.request_timeout_seconds) << " s timeout, "
       << number(server.shutdown_grace_seconds) << " s shutdown grace, "
       << (server.api_key_env.empty() ? "no API key" : "API key from $" + server.api_key_env)
-      << "\n";
+      << ", request log as " << server.log_format << "\n";
   out << "target: " << describe_model(config.target) << "\n";
   out << "draft: " << (config.draft ? describe_model(*config.draft) : "none") << "\n";
   out << "placement: " << backend_name(config.placement.backend)

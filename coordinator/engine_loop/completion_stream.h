@@ -24,6 +24,9 @@ struct CompletionEnd {
   std::string finish_reason;          // stop | length | cancelled | ...
   api::Usage usage;
   api::SpeculationReport speculation;
+  // Seconds from the request's arrival to its first output token; none when
+  // no token came (the request log reports it).
+  std::optional<double> time_to_first_token;
   std::optional<api::ApiError> error;  // set when it ended in an error
   // Σ logprob of the emitted tokens, when the request asked for logprobs
   // (best_of ranks choices by it).

@@ -13,6 +13,12 @@ double seconds_between(SteadyClock::time_point from, SteadyClock::time_point to)
   return std::chrono::duration<double>(to - from).count();
 }
 
+// The share of a cache's blocks in use, 0..1.
+double usage_fraction(const PagedKvCache& cache) {
+  const double blocks = cache.num_blocks();
+  return blocks > 0 ? cache.used_blocks() / blocks : 0;
+}
+
 // The OpenAI finish_reason for how the engine ended a session.
 std::string finish_reason_text(FinishReason reason) {
   switch (reason) {
@@ -56,6 +62,8 @@ struct EngineLoop::Active {
   StreamingDecoder decoder;
   api::StopMatcher stops;
   size_t tokens_sent = 0;  // engine output tokens already turned into text
+  // When the first engine step it was part of began (the end of its queue time).
+  std::optional<SteadyClock::time_point> scheduled;
   std::optional<SteadyClock::time_point> first_token;
 
   Active(CompletionJob j, const Tokenizer& tokenizer)
@@ -66,7 +74,9 @@ EngineLoop::EngineLoop(SpeculativeEngine& engine, const PagedKvCache& target_cac
                      const PagedKvCache* draft_cache, Tokenizer tokenizer,
                      ServerMetrics& metrics, EngineLoopOptions options)
     : engine_(engine), target_cache_(target_cache), draft_cache_(draft_cache),
-      tokenizer_(std::move(tokenizer)), metrics_(metrics), options_(options) {}
+      tokenizer_(std::move(tokenizer)), metrics_(metrics), options_(options),
+      kv_usage_target_(metrics.kv_cache_usage("target")),
+      kv_usage_draft_(draft_cache ? &metrics.kv_cache_usage("draft") : nullptr) {}
 
 EngineLoop::~EngineLoop() { stop(); }
 
@@ -127,6 +137,7 @@ void EngineLoop::run() {
     sweep_cancelled_and_expired();
     update_gauges();
     if (active_.empty()) continue;
+    const auto step_started = SteadyClock::now();
     try {
       engine_.step();
     } catch (const Error& error) {
@@ -136,7 +147,7 @@ void EngineLoop::run() {
       fail_step(error.what(), false);
       continue;
     }
-    record_step();
+    record_step(step_started);
     update_gauges();  // before publishing: a client that sees text sees its KV in use
     publish_progress();
     update_gauges();
@@ -276,6 +287,8 @@ void EngineLoop::end(SessionKey key, Active& active, const SpeculationStats& sta
   end.speculation.gamma_policy = active.job.gamma_policy;
   end.speculation.drafter = active.job.request.drafter;
   end.speculation.lossless = active.job.request.lenience >= 1.0f;
+  if (active.first_token)
+    end.time_to_first_token = seconds_between(active.job.received, *active.first_token);
   beta_sum_ += stats.beta_sum;
   beta_count_ += stats.beta_count;
 
@@ -286,16 +299,30 @@ void EngineLoop::end(SessionKey key, Active& active, const SpeculationStats& sta
   if (active.first_token && active.tokens_sent > 1)
     metrics_.time_per_output_token.observe(seconds_between(*active.first_token, now) /
                                                    static_cast<double>(active.tokens_sent - 1));
+  observe_phases(active, now);
+  metrics_.request_prompt_tokens.observe(end.usage.prompt_tokens);
+  metrics_.request_generation_tokens.observe(end.usage.completion_tokens);
 
   active.job.stream->finish(std::move(end));
   active_.erase(key);
   in_flight_.fetch_sub(1);
 }
 
-void EngineLoop::record_step() {
+void EngineLoop::observe_phases(const Active& active, SteadyClock::time_point now) {
+  // Never scheduled (cancelled or timed out in the queue): all of it was queue.
+  const SteadyClock::time_point scheduled = active.scheduled.value_or(now);
+  metrics_.request_queue_time.observe(seconds_between(active.job.received, scheduled));
+  if (!active.first_token) return;
+  metrics_.request_prefill_time.observe(seconds_between(scheduled, *active.first_token));
+  metrics_.request_decode_time.observe(seconds_between(*active.first_token, now));
+}
+
+void EngineLoop::record_step(SteadyClock::time_point started) {
   const StepReport& step = engine_.last_step();
   for (const auto& session : step.sessions) {
     if (session.gamma > 0) metrics_.record_draft(session.accepted, session.gamma);
+    const auto active = active_.find(session.key);
+    if (active != active_.end() && !active->second->scheduled) active->second->scheduled = started;
   }
   metrics_.target_steps.inc();
   metrics_.target_step_tokens.observe(step.target_tokens);
@@ -334,9 +361,11 @@ void EngineLoop::update_gauges() {
       static_cast<double>(in_flight_.load() - std::min(in_flight_.load(), engine_.running())));
   metrics_.kv_cache_blocks_used_target.set(target_cache_.used_blocks());
   metrics_.kv_cache_blocks_free_target.set(target_cache_.free_blocks());
+  kv_usage_target_.set(usage_fraction(target_cache_));
   if (draft_cache_) {
     metrics_.kv_cache_blocks_used_draft.set(draft_cache_->used_blocks());
     metrics_.kv_cache_blocks_free_draft.set(draft_cache_->free_blocks());
+    kv_usage_draft_->set(usage_fraction(*draft_cache_));
   }
   if (beta_count_ > 0) metrics_.spec_decode_acceptance_rate.set(beta_sum_ / beta_count_);
   metrics_.spec_decode_cost_ratio.set(engine_.cost_ratio(engine_.drafter_names().front()));

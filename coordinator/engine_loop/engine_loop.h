@@ -101,7 +101,10 @@ class EngineLoop {
   void fail_step(const std::string& what, bool lost);
   // One session's new text published, and its end when it ended.
   void publish(SessionKey key, Active& active, SteadyClock::time_point now);
-  void record_step();
+  // Counts the step that began at `started`; its sessions' first step ends their queue time.
+  void record_step(SteadyClock::time_point started);
+  // A request's queue, prefill and decode times, as it ends at `now`.
+  void observe_phases(const Active& active, SteadyClock::time_point now);
   void update_gauges();
 
   SpeculativeEngine& engine_;
@@ -111,6 +114,8 @@ class EngineLoop {
   ServerMetrics& metrics_;
   EngineLoopOptions options_;
   bool lost_reported_ = false;  // engine thread only
+  metrics::Gauge& kv_usage_target_;
+  metrics::Gauge* kv_usage_draft_;  // null without a draft cache
 
   std::mutex mutex_;  // guards inbox_, stopping_, cancel_all_
   std::condition_variable wake_;

@@ -8,6 +8,8 @@
 #include <boost/asio/use_awaitable.hpp>
 #include <cerrno>
 
+#include "coordinator/http/request_log.h"
+
 namespace tandem::http {
 
 namespace {
@@ -45,6 +47,7 @@ asio::awaitable<void> Exchange::respond(Response response) {
   response.keep_alive(keep_alive_);
   response.prepare_payload();
   status_ = static_cast<int>(response.result_int());
+  if (status_ >= 500 && record_.error.empty()) record_.error = failure_cause(response.body());
   beast::error_code ec;
   co_await bhttp::async_write(stream_, response, asio::redirect_error(asio::use_awaitable, ec));
   if (ec) keep_alive_ = false;

@@ -18,6 +18,8 @@
 #include <string>
 #include <string_view>
 
+#include "coordinator/http/request_record.h"
+
 namespace tandem::http {
 
 namespace asio = boost::asio;
@@ -64,6 +66,11 @@ class Exchange {
   bool draining() const { return server_draining_ && server_draining_->load(); }
   // The status sent (for metrics); 0 until something was sent.
   int status() const { return status_; }
+  // What the handler learned about the request, for the request log
+  // (request_record.h). A 5xx sent with respond() records the cause its
+  // body gives, unless the handler recorded one.
+  RequestRecord& record() { return record_; }
+  const RequestRecord& record() const { return record_; }
 
  private:
   beast::tcp_stream& stream_;
@@ -72,6 +79,7 @@ class Exchange {
   bhttp::fields extra_headers_;
   bool keep_alive_ = true;
   int status_ = 0;
+  RequestRecord record_;
   bool probed_ = false;  // peer_closed() sent its interim response
   bool gone_ = false;    // peer_closed() saw the connection reset
 };

@@ -61,6 +61,29 @@ std::optional<std::string> unsupported_transfer_coding(const bhttp::request_head
   return codings;
 }
 
+// What the server answers when reading a request failed with `ec`
+// (`expired`: its read deadline passed); nullopt when there is no one to
+// answer (the client closed or reset the connection).
+std::optional<api::ApiError> read_failure_answer(const beast::error_code& ec, bool expired,
+                                                 const HttpOptions& options) {
+  if (expired) {
+    return api::ApiError(408,
+                         "the request's header and body did not arrive within "
+                         "server.request_read_timeout_seconds = " +
+                             seconds_text(options.request_read_timeout) + " s",
+                         "timeout_error", std::nullopt, "request_timeout");
+  }
+  if (ec == bhttp::error::body_limit) {
+    return api::payload_too_large("the request body exceeds server.max_body_bytes = " +
+                                  std::to_string(options.max_body_bytes) + " bytes");
+  }
+  if (ec == bhttp::error::end_of_stream || ec == beast::error::timeout || ec == asio::error::eof ||
+      ec == asio::error::connection_reset || ec == asio::error::operation_aborted) {
+    return std::nullopt;
+  }
+  return api::invalid_request(std::nullopt, std::string("malformed HTTP request: ") + ec.message());
+}
+
 }  // namespace
 
 // One open connection, shared by its coroutine and the server's registry.
@@ -132,6 +155,10 @@ HttpServer::~HttpServer() {
 }
 
 std::ostream& HttpServer::log() const { return options_.log ? *options_.log : std::cerr; }
+
+void HttpServer::log_request_line(const RequestLogEntry& entry) const {
+  if (options_.log_requests) log_request(log(), options_.log_format, entry);
+}
 
 void HttpServer::count_open(int change) {
   open_.fetch_add(change);
@@ -255,12 +282,18 @@ bool HttpServer::evict_idle_connection() {
 
 asio::awaitable<void> HttpServer::refuse(asio::ip::tcp::socket socket) {
   if (options_.on_refused_connection) options_.on_refused_connection();
+  const auto arrived = std::chrono::system_clock::now();
+  const auto started = std::chrono::steady_clock::now();
   auto connection = std::make_shared<Connection>(std::move(socket));
-  co_await connection->answer_and_close(
-      connection, 11,
-      api::unavailable("the server has server.max_connections = " +
-                       std::to_string(max_connections_) +
-                       " connections open; retry in a moment, or reuse a keep-alive connection"));
+  const api::ApiError refusal = api::unavailable(
+      "the server has server.max_connections = " + std::to_string(max_connections_) +
+      " connections open; retry in a moment, or reuse a keep-alive connection");
+  co_await connection->answer_and_close(connection, 11, refusal);
+  // Answered before any request was read: no method or path to log.
+  RequestRecord record;
+  record.error = refusal.message;
+  log_request_line(RequestLogEntry{arrived, "-", "-", refusal.status,
+                                   std::chrono::steady_clock::now() - started, &record});
   refusing_.fetch_sub(1);
 }
 
@@ -287,61 +320,51 @@ asio::awaitable<void> HttpServer::serve_connection(std::shared_ptr<Connection> c
   for (;;) {
     // A pipelined request may already be in the buffer.
     if (buffer.size() == 0 && !co_await wait_for_request(connection)) break;
+    const auto arrived = std::chrono::system_clock::now();
+    const auto started = std::chrono::steady_clock::now();
     RequestParser parser;
     limit_request_parser(parser, options_);
     beast::error_code ec;
+    std::optional<api::ApiError> own_answer;  // what the server answers itself, then closes
+    unsigned own_answer_version = 11;
     Connection::arm(connection, options_.request_read_timeout);
     co_await bhttp::async_read_header(stream, buffer, parser,
                                       asio::redirect_error(asio::use_awaitable, ec));
     if (!ec) {
       if (const auto coding = unsupported_transfer_coding(parser.get())) {
-        connection->disarm();
-        co_await connection->answer_and_close(
-            connection, parser.get().version(),
-            api::ApiError(501,
-                          "Transfer-Encoding: " + *coding +
-                              " is not supported; send the body as it is, with Content-Length "
-                              "or Transfer-Encoding: chunked",
-                          "invalid_request_error"));
-        break;
+        own_answer = api::ApiError(501,
+                                   "Transfer-Encoding: " + *coding +
+                                       " is not supported; send the body as it is, with "
+                                       "Content-Length or Transfer-Encoding: chunked",
+                                   "invalid_request_error");
+        own_answer_version = parser.get().version();
       }
       // curl and others wait for this before sending a large body.
-      if (beast::iequals(parser.get()[bhttp::field::expect], "100-continue")) {
+      if (!own_answer && beast::iequals(parser.get()[bhttp::field::expect], "100-continue")) {
         bhttp::response<bhttp::empty_body> go_on(bhttp::status::continue_, 11);
         co_await bhttp::async_write(stream, go_on, asio::redirect_error(asio::use_awaitable, ec));
       }
-      if (!ec) {
+      if (!own_answer && !ec) {
         co_await bhttp::async_read(stream, buffer, parser,
                                    asio::redirect_error(asio::use_awaitable, ec));
       }
     }
     connection->disarm();
-    if (ec && connection->expired) {
-      co_await connection->answer_and_close(
-          connection, 11,
-          api::ApiError(408,
-                        "the request's header and body did not arrive within "
-                        "server.request_read_timeout_seconds = " +
-                            seconds_text(options_.request_read_timeout) + " s",
-                        "timeout_error", std::nullopt, "request_timeout"));
-      break;
+    if (!own_answer && ec) {
+      own_answer = read_failure_answer(ec, connection->expired, options_);
+      if (!own_answer) break;  // the client left or went quiet between requests
     }
-    if (ec == bhttp::error::body_limit) {
-      co_await connection->answer_and_close(
-          connection, 11,
-          api::payload_too_large("the request body exceeds server.max_body_bytes = " +
-                                 std::to_string(options_.max_body_bytes) + " bytes"));
-      break;
-    }
-    if (ec == bhttp::error::end_of_stream || ec == beast::error::timeout ||
-        ec == asio::error::eof || ec == asio::error::connection_reset ||
-        ec == asio::error::operation_aborted) {
-      break;
-    }
-    if (ec) {
-      co_await connection->answer_and_close(
-          connection, 11,
-          api::invalid_request(std::nullopt, std::string("malformed HTTP request: ") + ec.message()));
+    if (own_answer) {
+      co_await connection->answer_and_close(connection, own_answer_version, *own_answer);
+      // The method and path when the header was read that far.
+      const bool header = parser.is_header_done();
+      const std::string target = header ? std::string(parser.get().target()) : "-";
+      RequestRecord record;
+      if (own_answer->status >= 500) record.error = own_answer->message;
+      log_request_line(RequestLogEntry{
+          arrived, header ? parser.get().method_string() : std::string_view("-"),
+          std::string_view(target).substr(0, std::string_view(target).find('?')),
+          own_answer->status, std::chrono::steady_clock::now() - started, &record});
       break;
     }
 
@@ -353,15 +376,18 @@ asio::awaitable<void> HttpServer::serve_connection(std::shared_ptr<Connection> c
       // Handlers answer their own errors; anything that escapes is a bug,
       // reported to this client and logged, and the server goes on.
       log_line(log(), "internal error serving ", exchange.path(), ": ", error.what());
+      exchange.record().error = error.what();
       failed = true;
     }
-    if (failed) {
-      if (exchange.status() == 0) {
-        co_await exchange.respond(
-            error_response(exchange.request().version(), api::internal("internal server error")));
-      }
-      break;
+    if (failed && exchange.status() == 0) {
+      co_await exchange.respond(
+          error_response(exchange.request().version(), api::internal("internal server error")));
     }
+    // 499 (nginx's "client closed request"): the client left before any reply.
+    log_request_line(RequestLogEntry{arrived, exchange.request().method_string(), exchange.path(),
+                                     exchange.status() != 0 ? exchange.status() : 499,
+                                     std::chrono::steady_clock::now() - started, &exchange.record()});
+    if (failed) break;
     // Set when the response went out: closing now, when it promised to keep
     // the connection, would meet the client's next request with silence.
     if (!exchange.keep_alive()) break;

@@ -33,6 +33,7 @@
 #include <boost/asio/ip/tcp.hpp>
 
 #include "coordinator/http/exchange.h"
+#include "coordinator/http/request_log.h"
 
 namespace tandem::http {
 
@@ -46,7 +47,10 @@ struct HttpOptions {
   int max_connections = 512;  // open at once; see max_connections()
   std::chrono::milliseconds idle_timeout{15'000};  // keep-alive connections with no request
   std::chrono::milliseconds request_read_timeout{30'000};  // one request's header and body
-  std::ostream* log = nullptr;  // where warnings go; nullptr: std::cerr
+  std::ostream* log = nullptr;  // where warnings and the request log go; nullptr: std::cerr
+  // One line per request on `log` (request_log.h), in this format.
+  bool log_requests = true;
+  LogFormat log_format = LogFormat::text;
   // Told +1 when a connection opens and -1 when it closes (for a gauge).
   std::function<void(int change)> on_connections_changed;
   // Told of each connection refused for max_connections (a counter).
@@ -90,6 +94,7 @@ class HttpServer {
   // is to close instead (idle too long, closing, or gone).
   asio::awaitable<bool> wait_for_request(const std::shared_ptr<Connection>& connection);
   std::ostream& log() const;
+  void log_request_line(const RequestLogEntry& entry) const;
   void count_open(int change);
 
   HttpOptions options_;

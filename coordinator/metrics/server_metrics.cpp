@@ -34,36 +34,63 @@ const std::vector<double> kRequestLatencyBounds = {0.01, 0.025, 0.05, 0.1, 0.25,
 const std::vector<double> kTargetStepTokenBounds = {1,   2,   4,    8,    16,   32,   64,
                                                     128, 256, 512,  1024, 2048, 4096, 8192};
 
+// Tokens in one request (prompt or output): 1 to a long context.
+const std::vector<double> kRequestTokenBounds = {1,    2,    5,     10,    20,    50,
+                                                 100,  200,  500,   1000,  2000,  5000,
+                                                 10000, 20000, 50000, 100000, 200000};
+
 constexpr std::string_view kAcceptedPerPositionName = "spec_decode_num_accepted_tokens_per_pos_total";
 constexpr std::string_view kAcceptedPerPositionHelp =
     "Draft tokens accepted at each position of a drafted block (position 0 is the first).";
 
 }  // namespace
 
-ServerMetrics::ServerMetrics()
-    : prompt_tokens(registry.counter(prefixed("prompt_tokens_total"),
-                                     "Prompt tokens processed (prefilled).")),
+ServerMetrics::ServerMetrics(std::string served_model_name)
+    : model_name(std::move(served_model_name)),
+      prompt_tokens(registry.counter(prefixed("prompt_tokens_total"),
+                                     "Prompt tokens processed (prefilled).", with_model_name())),
       generation_tokens(registry.counter(prefixed("generation_tokens_total"),
-                                         "Tokens generated and returned to clients.")),
+                                         "Tokens generated and returned to clients.",
+                                         with_model_name())),
       time_to_first_token(registry.histogram(prefixed("time_to_first_token_seconds"),
                                              "Time from a request's arrival to its first output token.",
-                                             kTimeToFirstTokenBounds)),
+                                             kTimeToFirstTokenBounds, with_model_name())),
       time_per_output_token(registry.histogram(
           prefixed("time_per_output_token_seconds"),
           "Time between output tokens after the first, averaged over each request.",
-          kTimePerOutputTokenBounds)),
+          kTimePerOutputTokenBounds, with_model_name())),
       e2e_request_latency(registry.histogram(prefixed("e2e_request_latency_seconds"),
                                              "Time from a request's arrival to its last token.",
-                                             kRequestLatencyBounds)),
+                                             kRequestLatencyBounds, with_model_name())),
+      request_queue_time(registry.histogram(
+          prefixed("request_queue_time_seconds"),
+          "Time from a request's arrival to the first engine step it was part of.",
+          kTimeToFirstTokenBounds, with_model_name())),
+      request_prefill_time(registry.histogram(
+          prefixed("request_prefill_time_seconds"),
+          "Time from a request's first engine step to its first output token.",
+          kTimeToFirstTokenBounds, with_model_name())),
+      request_decode_time(registry.histogram(
+          prefixed("request_decode_time_seconds"),
+          "Time from a request's first output token to its end.", kRequestLatencyBounds,
+          with_model_name())),
+      request_prompt_tokens(registry.histogram(prefixed("request_prompt_tokens"),
+                                               "Prompt tokens of each finished request.",
+                                               kRequestTokenBounds, with_model_name())),
+      request_generation_tokens(registry.histogram(prefixed("request_generation_tokens"),
+                                                   "Tokens generated for each finished request.",
+                                                   kRequestTokenBounds, with_model_name())),
       open_connections(registry.gauge(prefixed("http_open_connections"),
                                       "HTTP connections open now.")),
       refused_connections(registry.counter(
           prefixed("http_refused_connections_total"),
           "HTTP connections answered 503 and closed because server.max_connections were open.")),
       num_requests_waiting(registry.gauge(prefixed("num_requests_waiting"),
-                                          "Requests queued, not yet admitted to a batch.")),
+                                          "Requests queued, not yet admitted to a batch.",
+                                          with_model_name())),
       num_requests_running(registry.gauge(prefixed("num_requests_running"),
-                                          "Requests admitted and being decoded.")),
+                                          "Requests admitted and being decoded.",
+                                          with_model_name())),
       num_preemptions(registry.counter(prefixed("num_preemptions_total"),
                                        "Sessions preempted because KV cache blocks ran out.")),
       kv_cache_blocks_used_target(registry.gauge(prefixed("kv_cache_blocks_used"),
@@ -143,8 +170,20 @@ ServerMetrics::ServerMetrics()
   for (std::size_t i = 0; i < kFinishedReasons.size(); ++i) {
     request_success_by_reason_[i] = &registry.counter(
         prefixed("request_success_total"), "Requests finished, by why they finished.",
-        {{"finished_reason", std::string(kFinishedReasons[i])}});
+        with_model_name({{"finished_reason", std::string(kFinishedReasons[i])}}));
   }
+  kv_cache_usage("target");
+}
+
+Labels ServerMetrics::with_model_name(Labels more) const {
+  more.insert(more.begin(), {"model_name", model_name});
+  return more;
+}
+
+Gauge& ServerMetrics::kv_cache_usage(std::string_view model) {
+  return registry.gauge(prefixed("kv_cache_usage_perc"),
+                        "Share of the KV cache's blocks held by sessions, 0 to 1.",
+                        with_model_name({{"model", std::string(model)}}));
 }
 
 Counter& ServerMetrics::pipeline_steps(std::string_view shape) {

@@ -32,20 +32,33 @@ inline constexpr std::array<std::string_view, 6> kFinishedReasons = {
     "stop", "length", "context", "cancelled", "timeout", "error"};
 
 struct ServerMetrics {
-  ServerMetrics();
+  // model_name: the served model's name, the model_name label of the
+  // request, token and scheduler series (vLLM's label: its dashboards filter
+  // by it).
+  explicit ServerMetrics(std::string model_name = "tandem");
   ServerMetrics(const ServerMetrics&) = delete;
   ServerMetrics& operator=(const ServerMetrics&) = delete;
 
-  // Declared first: every reference below points into it. Other parts of the
-  // server may register more metrics here.
+  const std::string model_name;
+  // Declared before the references: every one points into it. Other parts
+  // of the server may register more metrics here.
   Registry registry;
 
-  // Requests and tokens.
+  // Requests and tokens (each labelled model_name).
   Counter& prompt_tokens;          // tandem_prompt_tokens_total
   Counter& generation_tokens;      // tandem_generation_tokens_total
   Histogram& time_to_first_token;  // tandem_time_to_first_token_seconds
   Histogram& time_per_output_token;  // tandem_time_per_output_token_seconds
   Histogram& e2e_request_latency;  // tandem_e2e_request_latency_seconds
+  // A request's phases, observed when it ends: queue (arrival to its first
+  // engine step), prefill (that step to its first token), decode (first
+  // token to the end). A request that got no token has no prefill or decode.
+  Histogram& request_queue_time;    // tandem_request_queue_time_seconds
+  Histogram& request_prefill_time;  // tandem_request_prefill_time_seconds
+  Histogram& request_decode_time;   // tandem_request_decode_time_seconds
+  // Per request, at its end (the sums equal the _total counters above).
+  Histogram& request_prompt_tokens;      // tandem_request_prompt_tokens
+  Histogram& request_generation_tokens;  // tandem_request_generation_tokens
   Gauge& open_connections;         // tandem_http_open_connections
   Counter& refused_connections;    // tandem_http_refused_connections_total: over server.max_connections
 
@@ -57,6 +70,10 @@ struct ServerMetrics {
   Gauge& kv_cache_blocks_used_draft;   // tandem_kv_cache_blocks_used{model="draft"}
   Gauge& kv_cache_blocks_free_target;  // tandem_kv_cache_blocks_free{model="target"}
   Gauge& kv_cache_blocks_free_draft;   // tandem_kv_cache_blocks_free{model="draft"}
+  // tandem_kv_cache_usage_perc{model_name, model}: the share of a cache's
+  // blocks in use, 0..1 (vLLM's name, a fraction despite it). model is
+  // "target" or "draft"; the draft's series exists once asked for.
+  Gauge& kv_cache_usage(std::string_view model);
 
   // Speculation (the paper's α, c and γ) and the target passes it drives.
   Counter& spec_decode_num_drafts;           // tandem_spec_decode_num_drafts_total
@@ -90,7 +107,7 @@ struct ServerMetrics {
   // number of series stays bounded. status must be 100..599.
   Counter& requests(std::string_view route, int status);
 
-  // tandem_request_success_total{finished_reason}: one of kFinishedReasons,
+  // tandem_request_success_total{model_name, finished_reason}: one of kFinishedReasons,
   // else an Error (invalid_argument). Lock-free.
   Counter& request_success(std::string_view finished_reason);
 
@@ -110,6 +127,8 @@ struct ServerMetrics {
 
  private:
   Counter& accepted_at_position(int position);
+  // {model_name} followed by `more`.
+  Labels with_model_name(Labels more = {}) const;
 
   std::array<Counter*, kFinishedReasons.size()> request_success_by_reason_{};
   // Filled on first use; a series once created never moves, so a pointer

@@ -32,6 +32,20 @@ asio::awaitable<bool> write_events(http::Exchange& exchange, const std::vector<s
 
 }  // namespace
 
+void record_job_end(http::Exchange& exchange, const CompletionEnd& end) {
+  http::GenerationRecord job;
+  job.prompt_tokens = end.usage.prompt_tokens;
+  job.completion_tokens = end.usage.completion_tokens;
+  job.time_to_first_token = end.time_to_first_token;
+  job.drafted_tokens = end.speculation.draft_tokens;
+  job.accepted_tokens = end.speculation.accepted_tokens;
+  exchange.record().add_generation(job);
+  // A server-side failure's cause is logged (a client's own 4xx is its to read);
+  // after a stream's 200 this is the only trace of it in the log.
+  if (end.error && end.error->status >= 500 && exchange.record().error.empty())
+    exchange.record().error = end.error->message;
+}
+
 asio::awaitable<std::optional<RunningJob>> submit_job(http::Exchange& exchange,
                                                       EngineLoop& engine_loop, CompletionJob& job) {
   RunningJob running;
@@ -67,7 +81,10 @@ asio::awaitable<std::optional<FinishedJob>> collect_job(http::Exchange& exchange
   while (true) {
     CompletionStream::Drained drained = job.stream->drain();
     text += drained.text;
-    if (drained.end) co_return FinishedJob{std::move(text), std::move(*drained.end)};
+    if (drained.end) {
+      record_job_end(exchange, *drained.end);
+      co_return FinishedJob{std::move(text), std::move(*drained.end)};
+    }
     if (exchange.peer_closed()) {
       job.stream->cancel();
       co_return std::nullopt;
@@ -83,6 +100,7 @@ asio::awaitable<void> stream_job(http::Exchange& exchange, const RunningJob& job
   while (connected) {
     CompletionStream::Drained drained = job.stream->drain();
     if (!drained.text.empty()) connected = co_await write_events(exchange, format.text(drained.text));
+    if (drained.end) record_job_end(exchange, *drained.end);
     if (drained.end && connected) {
       if (drained.end->error) {
         co_await exchange.stream_write(api::sse_event(api::error_json(*drained.end->error)));

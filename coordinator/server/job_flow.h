@@ -42,6 +42,11 @@ struct FinishedJob {
 boost::asio::awaitable<std::optional<FinishedJob>> collect_job(http::Exchange& exchange,
                                                                const RunningJob& job);
 
+// Adds what the engine did for a job that ended (tokens, time to first
+// token, drafts; a server-side error's cause) to the exchange's request log record.
+// collect_job and stream_job call it; a route that drains a job itself must.
+void record_job_end(http::Exchange& exchange, const CompletionEnd& end);
+
 // The JSON payloads a streaming route sends, "data: " and framing added by
 // stream_job.
 class EventFormat {

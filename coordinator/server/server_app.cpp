@@ -84,6 +84,7 @@ chat::ChatTemplate target_chat_template(const DeploymentConfig& config) {
 // threads stop before the engine loop, the engine loop before the engine, and
 // the engine before the parts it runs on (the base, destroyed last).
 struct ServerApp::Parts : EngineParts {
+  explicit Parts(std::string served_model_name) : metrics(std::move(served_model_name)) {}
   ServerMetrics metrics;
   std::unique_ptr<ApiService> service;
   std::unique_ptr<http::HttpServer> http;
@@ -97,7 +98,7 @@ ServerApp::ServerApp(DeploymentConfig config, std::ostream& log, std::unique_ptr
     : config_(std::move(config)),
       log_(log),
       host_(std::move(host)),
-      parts_(std::make_unique<Parts>()) {}
+      parts_(std::make_unique<Parts>(config_.server.served_model_name)) {}
 
 ServerApp::~ServerApp() {
   if (parts_->http) parts_->http->stop();
@@ -128,6 +129,8 @@ void ServerApp::start() {
   options.idle_timeout = seconds_to_ms(config.server.idle_timeout_seconds);
   options.request_read_timeout = seconds_to_ms(config.server.request_read_timeout_seconds);
   options.log = &log_;
+  options.log_format =
+      config.server.log_format == "json" ? http::LogFormat::json : http::LogFormat::text;
   options.on_connections_changed = [&metrics = parts.metrics](int change) {
     metrics.open_connections.inc(change);
   };

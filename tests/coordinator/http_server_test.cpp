@@ -38,6 +38,9 @@ class EchoServer {
     options.host = "127.0.0.1";
     options.port = 0;
     options.log = &log_;
+    // Lines from both HTTP threads would race on the ostringstream; the
+    // request log has its own tests (tests/server/request_log_test.cpp).
+    options.log_requests = false;
     options.on_refused_connection = [this] { ++refused_; };
     server_ = std::make_unique<HttpServer>(options, [](Exchange& exchange) -> asio::awaitable<void> {
       co_await exchange.respond(make_response(

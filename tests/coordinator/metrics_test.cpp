@@ -325,6 +325,13 @@ void exercise(ServerMetrics& metrics) {
   metrics.time_to_first_token.observe(0.042);
   metrics.time_per_output_token.observe(0.0031);
   metrics.e2e_request_latency.observe(1.7);
+  metrics.request_queue_time.observe(0.002);
+  metrics.request_prefill_time.observe(0.04);
+  metrics.request_decode_time.observe(1.658);
+  metrics.request_prompt_tokens.observe(1234);
+  metrics.request_generation_tokens.observe(567);
+  metrics.kv_cache_usage("target").set(0.25);
+  metrics.kv_cache_usage("draft").set(0.5);
   metrics.num_requests_waiting.set(3);
   metrics.num_requests_running.set(8);
   metrics.num_preemptions.inc();
@@ -347,14 +354,22 @@ TEST(ServerMetrics, ReportsEveryMetricUnderItsName) {
   for (const char* sample : {
            "tandem_requests_total{route=\"/v1/completions\",status=\"400\"} 1\n",
            "tandem_requests_total{route=\"/metrics\",status=\"200\"} 3\n",
-           "tandem_prompt_tokens_total 1234\n",
-           "tandem_generation_tokens_total 567\n",
-           "tandem_request_success_total{finished_reason=\"context\"} 1\n",
-           "tandem_time_to_first_token_seconds_count 1\n",
-           "tandem_time_per_output_token_seconds_sum 0.0031\n",
-           "tandem_e2e_request_latency_seconds_bucket{le=\"2.5\"} 1\n",
-           "tandem_num_requests_waiting 3\n",
-           "tandem_num_requests_running 8\n",
+           "tandem_prompt_tokens_total{model_name=\"tandem\"} 1234\n",
+           "tandem_generation_tokens_total{model_name=\"tandem\"} 567\n",
+           "tandem_request_success_total{model_name=\"tandem\",finished_reason=\"context\"} 1\n",
+           "tandem_time_to_first_token_seconds_count{model_name=\"tandem\"} 1\n",
+           "tandem_time_per_output_token_seconds_sum{model_name=\"tandem\"} 0.0031\n",
+           "tandem_e2e_request_latency_seconds_bucket{model_name=\"tandem\",le=\"2.5\"} 1\n",
+           "tandem_request_queue_time_seconds_bucket{model_name=\"tandem\",le=\"0.0025\"} 1\n",
+           "tandem_request_prefill_time_seconds_sum{model_name=\"tandem\"} 0.04\n",
+           "tandem_request_decode_time_seconds_count{model_name=\"tandem\"} 1\n",
+           "tandem_request_prompt_tokens_bucket{model_name=\"tandem\",le=\"2000\"} 1\n",
+           "tandem_request_prompt_tokens_bucket{model_name=\"tandem\",le=\"1000\"} 0\n",
+           "tandem_request_generation_tokens_sum{model_name=\"tandem\"} 567\n",
+           "tandem_kv_cache_usage_perc{model_name=\"tandem\",model=\"target\"} 0.25\n",
+           "tandem_kv_cache_usage_perc{model_name=\"tandem\",model=\"draft\"} 0.5\n",
+           "tandem_num_requests_waiting{model_name=\"tandem\"} 3\n",
+           "tandem_num_requests_running{model_name=\"tandem\"} 8\n",
            "tandem_num_preemptions_total 1\n",
            "tandem_kv_cache_blocks_used{model=\"target\"} 100\n",
            "tandem_kv_cache_blocks_free{model=\"draft\"} 984\n",

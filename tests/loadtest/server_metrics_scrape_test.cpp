@@ -86,6 +86,21 @@ TEST(ParsePrometheus, ReadsBackWhatTandemsRegistryRenders) {
   EXPECT_EQ(samples.at("tandem_time_to_first_token_seconds_count"), 1);
 }
 
+TEST(ParsePrometheus, AModelNameLabelIsAlsoReadWithoutIt) {
+  const std::string text =
+      "tandem_generation_tokens_total{model_name=\"m\"} 7\n"
+      "tandem_request_success_total{model_name=\"m\",finished_reason=\"stop\"} 2\n"
+      "tandem_kv_cache_usage_perc{model=\"target\",model_name=\"a \\\"q\\\" ,b\"} 0.5\n"
+      "tandem_x{my_model_name=\"m\"} 3\n";
+  const auto samples = parse_prometheus(text);
+  EXPECT_EQ(samples.at("tandem_generation_tokens_total{model_name=\"m\"}"), 7);
+  EXPECT_EQ(samples.at("tandem_generation_tokens_total"), 7);
+  EXPECT_EQ(samples.at("tandem_request_success_total{finished_reason=\"stop\"}"), 2);
+  EXPECT_EQ(samples.at("tandem_kv_cache_usage_perc{model=\"target\"}"), 0.5);
+  EXPECT_EQ(samples.count("tandem_x"), 0u);  // another label that only ends in model_name
+  EXPECT_EQ(samples.size(), 7u);
+}
+
 std::map<std::string, double> speculation_counters(double drafts, double draft_tokens, double accepted,
                                                    double steps, double generated) {
   return {{"tandem_spec_decode_num_drafts_total", drafts},

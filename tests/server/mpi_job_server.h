@@ -73,6 +73,14 @@ class MpiJobServer {
     return exit_status_;
   }
 
+  // What the job's ranks have written to stderr so far.
+  std::string log_text() const {
+    std::ifstream in(log_);
+    std::stringstream text;
+    text << in.rdbuf();
+    return text.str();
+  }
+
  private:
   static std::string placement(bool draft, int ranks) {
     std::string targets;
@@ -81,12 +89,6 @@ class MpiJobServer {
            "  target_ranks: [" + targets + "]\n";
   }
 
-  std::string log_text() const {
-    std::ifstream in(log_);
-    std::stringstream text;
-    text << in.rdbuf();
-    return text.str();
-  }
 
   int wait_until_ready() const {
     const std::string marker = "listening on http://127.0.0.1:";

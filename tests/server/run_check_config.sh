@@ -51,6 +51,14 @@ expect 2 "^tandem serve: error: --port: must be in \[0, 65535\], got 70000" \
 expect 2 "^tandem serve: error: --host: must be an IP address" \
   "$tandem" serve --check-config configs/local.yaml --host localhost
 expect 0 "server: 0.0.0.0:0 " "$tandem" serve --check-config configs/local.yaml --host 0.0.0.0 --port 0
+# The request log's format: the YAML key (named with its line when wrong) and the flag over it.
+bad_log_format="$work/bad-log-format.yaml"
+printf 'server:\n  log_format: xml\nmodels:\n  target:\n    path: models/tiny/target\n' > "$bad_log_format"
+expect 2 "bad-log-format.yaml:2: server.log_format: must be one of text, json" \
+  "$tandem" serve --check-config "$bad_log_format"
+expect 0 "request log as json" "$tandem" serve --check-config configs/local.yaml --log-format json
+expect 2 "^tandem serve: error: --log-format: expected text or json, got \"xml\"" \
+  "$tandem" serve --check-config configs/local.yaml --log-format xml
 
 # The command lines.
 expect 0 "Usage: tandem " "$tandem" -h

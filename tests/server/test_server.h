@@ -20,6 +20,7 @@
 #include "coordinator/deployment/engine_hosts.h"
 #include "coordinator/server/server_app.h"
 #include "tests/server/http_client.h"
+#include "tests/server/locked_log.h"
 #include "tests/server/mpi_job_server.h"
 
 namespace tandem::test_support {
@@ -98,18 +99,31 @@ class TestServer {
 
   // The value of one sample in GET /metrics, e.g.
   // metric("tandem_kv_cache_blocks_used{model=\"target\"}"); -1 if absent.
+  // A model_name label is left out of the name asked for (one model is
+  // served): metric("tandem_prompt_tokens_total") finds
+  // tandem_prompt_tokens_total{model_name="tandem"}.
   double metric(const std::string& series) const {
     HttpClient http(port());
     const std::string text = http.send("GET", "/metrics").body;
+    static const std::regex model_name_label(R"re(model_name="[^"]*",?)re");
     std::istringstream lines(text);
     for (std::string line; std::getline(lines, line);) {
+      if (line.empty() || line[0] == '#') continue;
+      line = std::regex_replace(line, model_name_label, "", std::regex_constants::format_first_only);
+      for (const auto& [from, to] : {std::pair<std::string, std::string>{",}", "}"}, {"{}", ""}}) {
+        if (const size_t at = line.find(from); at != std::string::npos && at < line.find(' '))
+          line.replace(at, from.size(), to);
+      }
       if (line.rfind(series + " ", 0) == 0) return std::stod(line.substr(series.size() + 1));
     }
     return -1;
   }
 
+  // What the server has logged so far (its stderr: the request log, warnings).
+  std::string log_text() const { return job_ ? job_->log_text() : log_.text(); }
+
  private:
-  std::ostringstream log_;
+  LockedLog log_;  // declared before app_: outlives the server writing to it
   std::unique_ptr<ServerApp> app_;
   std::unique_ptr<MpiJobServer> job_;
 };

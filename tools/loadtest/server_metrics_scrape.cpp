@@ -1,6 +1,7 @@
 #include "tools/loadtest/server_metrics_scrape.h"
 
 #include <charconv>
+#include <optional>
 
 #include "common/error.h"
 
@@ -45,6 +46,38 @@ bool parse_value(std::string_view token, double& value) {
   return result.ec == std::errc() && result.ptr == token.data() + token.size();
 }
 
+// `series` with its model_name label taken out (`name{model_name="m",a="b"}`
+// becomes `name{a="b"}`, `name{model_name="m"}` becomes `name`); nullopt
+// when it has none.
+std::optional<std::string> without_model_name(std::string_view series) {
+  const std::size_t open = series.find('{');
+  if (open == std::string_view::npos) return std::nullopt;
+  constexpr std::string_view kLabel = "model_name=\"";
+  std::size_t start = open + 1;
+  while (start < series.size() && series.substr(start, kLabel.size()) != kLabel) {
+    // Skip one label: its name, '=', its quoted value (escapes kept), ','.
+    std::size_t i = series.find('"', start);
+    if (i == std::string_view::npos) return std::nullopt;
+    for (++i; i < series.size() && series[i] != '"'; ++i)
+      if (series[i] == '\\') ++i;
+    start = i + 2;  // past the closing quote and the comma
+  }
+  if (start >= series.size()) return std::nullopt;
+  std::size_t end = start + kLabel.size();
+  for (; end < series.size() && series[end] != '"'; ++end)
+    if (series[end] == '\\') ++end;
+  ++end;  // past the closing quote
+  std::string bare(series.substr(0, start));
+  if (end < series.size() && series[end] == ',') {
+    bare += series.substr(end + 1);
+  } else {
+    if (bare.back() == ',') bare.pop_back();  // it was the last label
+    bare += series.substr(end);
+  }
+  if (bare.size() >= 2 && bare.substr(bare.size() - 2) == "{}") bare.resize(bare.size() - 2);
+  return bare;
+}
+
 double counter_increase(const std::map<std::string, double>& before,
                         const std::map<std::string, double>& after, const std::string& name) {
   const auto old_value = before.find(name);
@@ -86,7 +119,9 @@ std::map<std::string, double> parse_prometheus(std::string_view text) {
     double value = 0;
     if (value_token.empty()) throw malformed("no value");
     if (!parse_value(value_token, value)) throw malformed("value \"" + std::string(value_token) + "\" is not a number");
-    samples[std::string(line.substr(0, series_end))] = value;
+    const std::string_view series = line.substr(0, series_end);
+    samples[std::string(series)] = value;
+    if (const std::optional<std::string> bare = without_model_name(series)) samples[*bare] = value;
   }
   return samples;
 }

@@ -16,6 +16,10 @@ namespace tandem::loadtest {
 // Every sample of a text exposition, keyed by its series exactly as written:
 // the name plus labels, e.g. `tandem_kv_cache_blocks_used{model="target"}`
 // (histograms give one key per `_bucket{le=...}`, `_sum` and `_count`).
+// A series labelled model_name is also kept without that label
+// (`tandem_generation_tokens_total{model_name="m"}` as well as
+// `tandem_generation_tokens_total`): a server serves one model, and its
+// series are read by name whether or not the server labels them.
 // Comments (# HELP, # TYPE) and blank lines are skipped; timestamps are
 // ignored; +Inf, -Inf and NaN are read as such. A malformed line throws
 // tandem::Error (corrupt_data) naming its line number.
