@@ -65,7 +65,7 @@ TEST(ChoiceFields, RefusesBadCountsNamingTheField) {
   expect_refused(R"({"prompt": "x", "n": 1.5})", "n", "integer");
   expect_refused(R"({"prompt": "x", "best_of": 0})", "best_of", "[1, 16]");
   expect_refused(R"({"prompt": "x", "n": 3, "best_of": 2})", "best_of", "at least n");
-  expect_refused(R"({"prompt": "x", "best_of": 2})", "best_of", "at least n");
+  expect_refused(R"({"prompt": "x", "n": 2, "best_of": 1})", "best_of", "at least n");
   expect_refused(R"({"prompt": "x", "n": 1, "best_of": 2, "stream": true})", "best_of", "streamed");
   // 5 prompts × 16 > 64 sequences.
   expect_refused(R"({"prompt": ["a", "b", "c", "d", "e"], "n": 16})", "n", "80 sequences");

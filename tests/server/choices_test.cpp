@@ -3,6 +3,7 @@
 // OpenAI does (prompt × n + choice), whole or streamed.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <chrono>
 #include <map>
 #include <set>
@@ -152,8 +153,9 @@ TEST(Choices, StreamingWithNGivesEveryIndexItsTextAndOneFinish) {
   ASSERT_EQ(streamed.text.size(), 6u);
   for (int i = 0; i < 6; ++i) {
     EXPECT_EQ(streamed.text.at(i), whole["choices"][i]["text"]) << i;
-    ASSERT_EQ(streamed.finishes[i].size(), 1u) << i;
-    EXPECT_EQ(streamed.finishes[i][0], whole["choices"][i]["finish_reason"]) << i;
+    ASSERT_EQ(streamed.finishes.count(i), 1u) << i;
+    ASSERT_EQ(streamed.finishes.at(i).size(), 1u) << i;
+    EXPECT_EQ(streamed.finishes.at(i)[0], whole["choices"][i]["finish_reason"]) << i;
   }
   EXPECT_EQ(streamed.usage, whole["usage"]);
 }
@@ -179,7 +181,7 @@ TEST(Choices, ChatNGivesEachChoiceItsOwnMessageWholeOrStreamed) {
   const StreamedChoices streamed = stream(server, "/v1/chat/completions", body, "content");
   for (int i = 0; i < 3; ++i) {
     EXPECT_EQ(streamed.text.at(i), whole["choices"][i]["message"]["content"]) << i;
-    EXPECT_EQ(streamed.finishes[i], std::vector<std::string>{"length"}) << i;
+    EXPECT_EQ(streamed.finishes.at(i), std::vector<std::string>{"length"}) << i;
   }
   EXPECT_EQ(streamed.usage, whole["usage"]);
 }
@@ -193,6 +195,22 @@ TEST(Choices, AllSequencesAreQueuedOrNone) {
   EXPECT_EQ(refused.status, 429) << refused.body;
   EXPECT_EQ(server.metric("tandem_prompt_tokens_total"), 0);  // not one of them ran
   EXPECT_EQ(http.post_json("/v1/completions", sampled(2).dump()).status, 200);
+}
+
+TEST(Choices, BestOfGeneratesBestOfSequencesAndReturnsNOfThem) {
+  TestServer server;
+  const std::vector<std::string> four = texts_of(server.complete(sampled(4)));
+  json body = sampled(2);
+  body["best_of"] = 4;
+  const json reply = server.complete(body);
+  const std::vector<std::string> two = texts_of(reply);
+  ASSERT_EQ(two.size(), 2u);
+  // The same seeds as n = 4: the returned ones are two of those, distinct.
+  for (const std::string& text : two) EXPECT_NE(std::find(four.begin(), four.end(), text), four.end()) << text;
+  EXPECT_NE(two[0], two[1]);
+  // Every generated token is counted, the discarded sequences' too.
+  EXPECT_EQ(reply["usage"]["completion_tokens"], 4 * 24);
+  EXPECT_TRUE(eventually([&] { return kv_blocks_all_free(server); }));
 }
 
 // Passes once the engine reports logprobs (the logprobs part of this issue):
