@@ -197,6 +197,25 @@ TEST(Choices, AllSequencesAreQueuedOrNone) {
   EXPECT_EQ(http.post_json("/v1/completions", sampled(2).dump()).status, 200);
 }
 
+// A sequence that ends in an error (here: past the request's deadline) ends
+// the request with that error, whole or streamed, and frees every session.
+TEST(Choices, AnErrorInOneSequenceIsTheRequestsAnswer) {
+  TinyDeployment deployment;
+  deployment.server = "  request_timeout_seconds: 0.01\n";
+  TestServer server(deployment);
+  json body = {{"prompt", "The"}, {"max_tokens", 250}, {"temperature", 0}, {"ignore_eos", true}, {"n", 3}};
+  HttpClient http(server.port());
+  const auto whole = http.post_json("/v1/completions", body.dump());
+  EXPECT_EQ(whole.status, 504) << whole.body;
+  EXPECT_EQ(json::parse(whole.body)["error"]["type"], "timeout_error");
+  body["stream"] = true;
+  const std::vector<std::string> payloads = sse_payloads(http.post_json("/v1/completions", body.dump()).body);
+  ASSERT_GE(payloads.size(), 2u);
+  EXPECT_EQ(payloads.back(), "[DONE]");
+  EXPECT_TRUE(json::parse(payloads[payloads.size() - 2]).contains("error")) << payloads[payloads.size() - 2];
+  EXPECT_TRUE(eventually([&] { return kv_blocks_all_free(server); }));
+}
+
 TEST(Choices, BestOfGeneratesBestOfSequencesAndReturnsNOfThem) {
   TestServer server;
   const std::vector<std::string> four = texts_of(server.complete(sampled(4)));
