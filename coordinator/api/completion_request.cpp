@@ -3,6 +3,7 @@
 #include <cmath>
 #include <limits>
 
+#include "coordinator/api/choice_fields.h"
 #include "coordinator/api/json_fields.h"
 #include "coordinator/api/processing_fields.h"
 #include "coordinator/config/deployment_config.h"
@@ -19,62 +20,6 @@ ApiError unrecognized(const std::string& key) {
 ApiError not_supported(std::string_view field, std::string_view what_instead) {
   return invalid_value(field, "this parameter is not supported by this server. " +
                                   std::string(what_instead));
-}
-
-std::string read_text_prompt(const Json& value) {
-  const std::string& text = read_string(value, "prompt");
-  if (text.empty()) throw invalid_value("prompt", "the prompt is empty. Send at least one character.");
-  return text;
-}
-
-std::vector<int32_t> read_token_ids(const Json::array_t& items, const RequestLimits& limits) {
-  if (items.empty()) throw invalid_value("prompt", "the prompt is empty. Send at least one token id.");
-  std::vector<int32_t> ids;
-  ids.reserve(items.size());
-  for (std::size_t i = 0; i < items.size(); ++i) {
-    const std::string where = "prompt[" + std::to_string(i) + "]";
-    if (!is_integral_number(items[i])) {
-      throw invalid_request("prompt", "Invalid type for '" + where +
-                                          "': expected an integer token id, but got " +
-                                          json_type_phrase(items[i]) + " instead.");
-    }
-    const std::optional<int64_t> id = exact_integer(items[i]);
-    if (!id || *id < 0 || *id >= limits.vocab_size) {
-      throw invalid_request("prompt", "Invalid '" + where + "': token id " + describe_number(items[i]) +
-                                          " is outside this model's vocabulary [0, " +
-                                          std::to_string(limits.vocab_size) + ").");
-    }
-    ids.push_back(static_cast<int32_t>(*id));
-  }
-  return ids;
-}
-
-// A string, an array of ids, or an array holding exactly one of those.
-void read_prompt(const Json& value, const RequestLimits& limits, CompletionRequest& request) {
-  constexpr std::string_view kShapes =
-      "a string, an array of token ids, or an array holding one of those";
-  if (value.is_string()) {
-    request.prompt = read_text_prompt(value);
-    return;
-  }
-  if (!value.is_array()) throw wrong_type("prompt", kShapes, value);
-  const Json::array_t& items = value.get_ref<const Json::array_t&>();
-  if (items.empty()) throw invalid_value("prompt", "the prompt is empty. Send at least one token id.");
-  if (items.front().is_number()) {
-    request.prompt = read_token_ids(items, limits);
-    return;
-  }
-  if (!items.front().is_string() && !items.front().is_array()) throw wrong_type("prompt", kShapes, value);
-  if (items.size() > 1) {
-    throw invalid_value("prompt", "batching prompts is not supported (got " + std::to_string(items.size()) +
-                                      " prompts). Send one request per prompt, each with n = 1.");
-  }
-  const Json& only = items.front();
-  if (only.is_string()) {
-    request.prompt = read_text_prompt(only);
-  } else {
-    request.prompt = read_token_ids(only.get_ref<const Json::array_t&>(), limits);
-  }
 }
 
 void read_model(const Json& value, const RequestLimits& limits, CompletionRequest& request) {
@@ -178,20 +123,6 @@ void read_stream_options(const Json& value, const RequestLimits&, CompletionRequ
   }
 }
 
-// n and best_of: one completion per request.
-void require_one(const Json& value, std::string_view field) {
-  if (read_integer(value, field, 0, kIntMax) != 1) {
-    throw invalid_value(field, "only 1 is supported, but got " + describe_number(value) +
-                                   ". Send that many separate requests instead.");
-  }
-}
-
-void read_n(const Json& value, const RequestLimits&, CompletionRequest&) { require_one(value, "n"); }
-
-void read_best_of(const Json& value, const RequestLimits&, CompletionRequest&) {
-  require_one(value, "best_of");
-}
-
 void read_echo(const Json& value, const RequestLimits&, CompletionRequest&) {
   if (read_bool(value, "echo")) {
     throw not_supported("echo", "Prepend the prompt to the returned text yourself.");
@@ -286,7 +217,7 @@ struct FieldRule {
 // Every top-level field this server knows, in the order they are checked.
 constexpr FieldRule kFields[] = {
     {"model", read_model, true},
-    {"prompt", read_prompt},
+    {"prompt", read_prompts},
     {"max_tokens", read_max_tokens, true},
     {"temperature", read_temperature, true},
     {"top_p", read_top_p, true},
@@ -376,6 +307,7 @@ CompletionRequest parse_completion_request(std::string_view body, const RequestL
     throw invalid_request("stream_options",
                           "The 'stream_options' parameter is only allowed when 'stream' is enabled.");
   }
+  check_choice_counts(request);
   return request;
 }
 

@@ -2,7 +2,7 @@
 // strictly into a CompletionRequest.
 //
 // Strict means: every field OpenAI defines is either honoured or refused with
-// a 400 naming it (n > 1, echo, logprobs, suffix are
+// a 400 naming it (echo, logprobs, suffix are
 // refused rather than silently ignored, since ignoring them would return
 // something other than what the client asked for); unknown fields are refused
 // with OpenAI's own wording. Extensions: `top_k`, `ignore_eos`, `repetition_penalty`,
@@ -75,7 +75,13 @@ using Prompt = std::variant<std::string, std::vector<int32_t>>;
 
 struct CompletionRequest {
   std::string model;                  // the served model name when the body omits it
-  Prompt prompt;                      // never empty
+  // Every prompt, in order (a list is a batch; choice_fields.h): never
+  // empty, nor is any prompt.
+  std::vector<Prompt> prompts;
+  int n = 1;                          // choices per prompt, in [1, kMaxChoices]
+  // Sequences generated per prompt, of which the n with the highest
+  // cumulative logprob are returned; nullopt = n. Completions only.
+  std::optional<int> best_of;
   int max_tokens = 0;                 // in [1, max_tokens_limit]
   double temperature = 1.0;           // in [0, 2]; 0 = greedy
   double top_p = 1.0;                 // in (0, 1]

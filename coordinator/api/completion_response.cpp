@@ -21,10 +21,10 @@ Json header(std::string_view id, int64_t created_unix, std::string_view model) {
   return body;
 }
 
-Json choice(std::string_view text, std::optional<std::string_view> finish_reason) {
+Json choice(std::string_view text, std::optional<std::string_view> finish_reason, int index) {
   Json one;
   one["text"] = text;
-  one["index"] = 0;
+  one["index"] = index;
   one["logprobs"] = nullptr;
   one["finish_reason"] = finish_reason ? Json(*finish_reason) : Json(nullptr);
   return one;
@@ -53,20 +53,31 @@ Json speculation_object(const SpeculationReport& report) {
 }
 
 std::string completion_json(std::string_view id, int64_t created_unix, std::string_view model,
-                            std::string_view text, std::string_view finish_reason,
-                            const Usage& usage, const SpeculationReport& speculation) {
+                            const std::vector<CompletionChoice>& choices, const Usage& usage,
+                            const SpeculationReport& speculation) {
   Json body = header(id, created_unix, model);
-  body["choices"] = Json::array({choice(text, finish_reason)});
+  body["choices"] = Json::array();
+  for (size_t i = 0; i < choices.size(); ++i)
+    body["choices"].push_back(choice(choices[i].text, choices[i].finish_reason, static_cast<int>(i)));
   body["usage"] = usage_object(usage);
   body["speculation"] = speculation_object(speculation);
   return dump(body);
 }
 
+std::string completion_json(std::string_view id, int64_t created_unix, std::string_view model,
+                            std::string_view text, std::string_view finish_reason,
+                            const Usage& usage, const SpeculationReport& speculation) {
+  return completion_json(id, created_unix, model,
+                         {CompletionChoice{std::string(text), std::string(finish_reason)}}, usage,
+                         speculation);
+}
+
 std::string chunk_json(std::string_view id, int64_t created_unix, std::string_view model,
                        std::string_view text_delta,
-                       std::optional<std::string_view> finish_reason, bool include_usage) {
+                       std::optional<std::string_view> finish_reason, bool include_usage,
+                       int index) {
   Json body = header(id, created_unix, model);
-  body["choices"] = Json::array({choice(text_delta, finish_reason)});
+  body["choices"] = Json::array({choice(text_delta, finish_reason, index)});
   if (include_usage) body["usage"] = nullptr;
   return dump(body);
 }

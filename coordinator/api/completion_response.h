@@ -15,6 +15,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <vector>
 
 namespace tandem::api {
 
@@ -37,10 +38,21 @@ struct Usage {
   int completion_tokens = 0;   // total_tokens is their sum
 };
 
+// One choice of a whole response.
+struct CompletionChoice {
+  std::string text;
+  std::string finish_reason;
+};
+
 // The non-streamed response: {"id", "object": "text_completion", "created",
-// "model", "choices": [{"text", "index": 0, "logprobs": null, "finish_reason"}],
+// "model", "choices": [{"text", "index", "logprobs": null, "finish_reason"}],
 // "usage": {prompt_tokens, completion_tokens, total_tokens}, "speculation"}.
-// finish_reason is "stop" (a stop sequence or token) or "length".
+// finish_reason is "stop" (a stop sequence or token) or "length". Each
+// choice's index is its position in `choices`.
+std::string completion_json(std::string_view id, int64_t created_unix, std::string_view model,
+                            const std::vector<CompletionChoice>& choices, const Usage& usage,
+                            const SpeculationReport& speculation);
+// The same with one choice.
 std::string completion_json(std::string_view id, int64_t created_unix, std::string_view model,
                             std::string_view text, std::string_view finish_reason,
                             const Usage& usage, const SpeculationReport& speculation);
@@ -48,10 +60,11 @@ std::string completion_json(std::string_view id, int64_t created_unix, std::stri
 // One streamed chunk: the same shape with the new text, no usage, and
 // finish_reason null until the last chunk. With include_usage (the request's
 // stream_options.include_usage) it carries "usage": null, as OpenAI's do.
+// `index`: the choice it belongs to.
 std::string chunk_json(std::string_view id, int64_t created_unix, std::string_view model,
                        std::string_view text_delta,
                        std::optional<std::string_view> finish_reason,
-                       bool include_usage = false);
+                       bool include_usage = false, int index = 0);
 
 // The extra chunk sent before [DONE] when stream_options.include_usage is set:
 // "choices": [] with "usage" and "speculation".

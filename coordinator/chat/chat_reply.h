@@ -29,18 +29,28 @@ std::string chat_finish_reason(std::string_view engine_reason, bool found_calls)
 std::string chat_reply_json(const ChatHeader& header, std::string_view text, ToolCallFormat format,
                             const ReplyEnd& end);
 
+// One choice of a chat.completion for `text` (the choice at `index`), its
+// tool calls parsed on its own text.
+api::OrderedJson chat_reply_choice(std::string_view text, ToolCallFormat format,
+                                   std::string_view engine_finish_reason, int index);
+
 // The chunk payloads of a streamed reply: the assistant's role first, then
 // content deltas as the tool-call filter lets text out, each complete call as
 // one tool_calls delta (with its index), then the finish and, with
-// include_usage, the usage chunk. Not thread-safe: one per stream.
+// include_usage, the usage chunk. Not thread-safe: one per stream, or one
+// per choice (`index`) of a stream with several.
 class ChatChunker {
  public:
-  ChatChunker(ChatHeader header, ToolCallFormat format, bool include_usage)
-      : header_(std::move(header)), filter_(format), include_usage_(include_usage) {}
+  ChatChunker(ChatHeader header, ToolCallFormat format, bool include_usage, int index = 0)
+      : header_(std::move(header)), filter_(format), include_usage_(include_usage), index_(index) {}
 
   std::vector<std::string> opening();
   std::vector<std::string> text(std::string_view piece);
+  // finish(), then the usage chunk when include_usage.
   std::vector<std::string> end(const ReplyEnd& end);
+  // The text held back, then the chunk with the finish_reason (no usage:
+  // with several choices the route sends one usage chunk for all).
+  std::vector<std::string> finish(const ReplyEnd& end);
 
  private:
   std::string chunk(const api::OrderedJson& delta) const;
@@ -49,6 +59,7 @@ class ChatChunker {
   ChatHeader header_;
   ToolCallFilter filter_;
   bool include_usage_;
+  int index_;
   int calls_sent_ = 0;
 };
 

@@ -31,29 +31,42 @@ OrderedJson tool_call_object(const ToolCall& call, const std::string& id, std::o
   return out;
 }
 
-std::string chat_completion_json(const ChatHeader& header, const std::optional<std::string>& content,
-                                 const OrderedJson& tool_calls, std::string_view finish_reason,
-                                 const api::Usage& usage, const api::SpeculationReport& speculation) {
+OrderedJson chat_choice_object(int index, const std::optional<std::string>& content,
+                               const OrderedJson& tool_calls, std::string_view finish_reason) {
   OrderedJson message;
   message["role"] = "assistant";
   message["content"] = content ? OrderedJson(*content) : OrderedJson(nullptr);
   if (tool_calls.is_array() && !tool_calls.empty()) message["tool_calls"] = tool_calls;
   OrderedJson choice;
-  choice["index"] = 0;
+  choice["index"] = index;
   choice["message"] = std::move(message);
   choice["logprobs"] = nullptr;
   choice["finish_reason"] = finish_reason;
+  return choice;
+}
+
+std::string chat_completion_json(const ChatHeader& header, OrderedJson choices,
+                                 const api::Usage& usage, const api::SpeculationReport& speculation) {
   OrderedJson body = header_object(header, "chat.completion");
-  body["choices"] = OrderedJson::array({std::move(choice)});
+  body["choices"] = std::move(choices);
   body["usage"] = api::usage_object(usage);
   body["speculation"] = api::speculation_object(speculation);
   return dump(body);
 }
 
+std::string chat_completion_json(const ChatHeader& header, const std::optional<std::string>& content,
+                                 const OrderedJson& tool_calls, std::string_view finish_reason,
+                                 const api::Usage& usage, const api::SpeculationReport& speculation) {
+  return chat_completion_json(
+      header, OrderedJson::array({chat_choice_object(0, content, tool_calls, finish_reason)}), usage,
+      speculation);
+}
+
 std::string chat_chunk_json(const ChatHeader& header, const OrderedJson& delta,
-                            std::optional<std::string_view> finish_reason, bool include_usage) {
+                            std::optional<std::string_view> finish_reason, bool include_usage,
+                            int index) {
   OrderedJson choice;
-  choice["index"] = 0;
+  choice["index"] = index;
   choice["delta"] = delta.is_null() ? OrderedJson::object() : delta;
   choice["logprobs"] = nullptr;
   choice["finish_reason"] = finish_reason ? OrderedJson(*finish_reason) : OrderedJson(nullptr);

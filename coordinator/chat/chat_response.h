@@ -37,10 +37,18 @@ std::string chat_completion_json(const ChatHeader& header, const std::optional<s
                                  const api::OrderedJson& tool_calls, std::string_view finish_reason,
                                  const api::Usage& usage, const api::SpeculationReport& speculation);
 
-// One chunk: "choices": [{"index": 0, "delta": delta, "logprobs": null,
+// One choice of a chat.completion: {"index", "message", "logprobs": null, "finish_reason"}.
+api::OrderedJson chat_choice_object(int index, const std::optional<std::string>& content,
+                                    const api::OrderedJson& tool_calls, std::string_view finish_reason);
+// The chat.completion with these choices (chat_choice_object's).
+std::string chat_completion_json(const ChatHeader& header, api::OrderedJson choices,
+                                 const api::Usage& usage, const api::SpeculationReport& speculation);
+
+// One chunk: "choices": [{"index", "delta": delta, "logprobs": null,
 // "finish_reason": ...}], with "usage": null when include_usage.
 std::string chat_chunk_json(const ChatHeader& header, const api::OrderedJson& delta,
-                            std::optional<std::string_view> finish_reason, bool include_usage);
+                            std::optional<std::string_view> finish_reason, bool include_usage,
+                            int index = 0);
 
 // The last chunk when include_usage: "choices": [], "usage", "speculation".
 std::string chat_usage_chunk_json(const ChatHeader& header, const api::Usage& usage,

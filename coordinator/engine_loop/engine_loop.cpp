@@ -95,12 +95,21 @@ void EngineLoop::stop() {
 }
 
 bool EngineLoop::submit(CompletionJob& job) {
+  std::vector<CompletionJob> one;
+  one.push_back(std::move(job));
+  if (submit_all(one)) return true;
+  job = std::move(one.front());
+  return false;
+}
+
+bool EngineLoop::submit_all(std::vector<CompletionJob>& jobs) {
   {
     std::lock_guard lock(mutex_);
     // Waiting = submitted, not yet running: the inbox plus the engine's queue.
-    if (stopping_ || in_flight_.load() >= options_.max_queued + engine_running_.load()) return false;
-    inbox_.push_back(std::move(job));
-    in_flight_.fetch_add(1);
+    if (stopping_ || in_flight_.load() + jobs.size() > options_.max_queued + engine_running_.load())
+      return false;
+    for (CompletionJob& job : jobs) inbox_.push_back(std::move(job));
+    in_flight_.fetch_add(jobs.size());
   }
   wake_.notify_one();
   return true;

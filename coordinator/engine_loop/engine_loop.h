@@ -82,6 +82,9 @@ class EngineLoop {
 
   // Any thread. False when the queue is full; the job is then untouched.
   bool submit(CompletionJob& job);
+  // The jobs of one request (its choices), all or none: false, every job
+  // untouched, when the queue cannot take them all.
+  bool submit_all(std::vector<CompletionJob>& jobs);
   // Jobs submitted and not yet finished (queued or running).
   size_t in_flight() const { return in_flight_.load(); }
   // Ends every job now with `error` (shutdown after the grace period).

@@ -90,7 +90,7 @@ class ApiService {
   EngineLoop* serving_engine_loop(std::optional<api::ApiError>& refusal) const;
   // A completion request's prompt as ids (text tokenized with BOS as the
   // tokenizer's template says).
-  std::vector<int32_t> prompt_tokens(const api::CompletionRequest& request) const;
+  std::vector<int32_t> prompt_tokens(const api::Prompt& prompt) const;
   // The most tokens (prompt and output) one request can ever hold: the
   // context, or fewer when the KV cache holds fewer.
   int request_token_limit() const;
@@ -98,12 +98,17 @@ class ApiService {
   // the field (the prompt or max_tokens beyond the context or beyond what
   // the KV cache can ever hold, a drafter not deployed).
   CompletionJob make_job(const api::CompletionRequest& request, std::vector<int32_t> prompt) const;
-  // Answers `rejection` when there is one; else hands `job` to the engine
+  // The request's sequences, `per_prompt` for each prompt in order, each
+  // one make_job's with its own seed (choice_jobs.cpp).
+  std::vector<CompletionJob> choice_jobs(const api::CompletionRequest& request,
+                                         const std::vector<std::vector<int32_t>>& prompts,
+                                         int per_prompt) const;
+  // Answers `rejection` when there is one; else hands `jobs` to the engine
   // loop. nullopt when the request has had its answer (a rejection, 429).
-  boost::asio::awaitable<std::optional<RunningJob>> admit(http::Exchange& exchange,
-                                                          EngineLoop* engine_loop,
-                                                          const std::optional<api::ApiError>& rejection,
-                                                          CompletionJob& job);
+  boost::asio::awaitable<std::optional<RunningJobs>> admit(http::Exchange& exchange,
+                                                           EngineLoop* engine_loop,
+                                                           const std::optional<api::ApiError>& rejection,
+                                                           std::vector<CompletionJob>& jobs);
   http::Response metrics_response(const http::Request& request);
 
   ServiceSettings settings_;

@@ -24,19 +24,33 @@ chat::ReplyEnd reply_end(const CompletionEnd& end) {
   return chat::ReplyEnd{end.finish_reason, end.usage, end.speculation};
 }
 
-// The chat stream: ChatChunker's chunks.
+// The chat stream: one ChatChunker per choice (each parses its own tool
+// calls), one usage chunk for all.
 class ChatEvents final : public EventFormat {
  public:
-  ChatEvents(ChatHeader header, chat::ToolCallFormat format, bool include_usage)
-      : chunker_(std::move(header), format, include_usage) {}
-  std::vector<std::string> opening() override { return chunker_.opening(); }
-  std::vector<std::string> text(const std::string& piece) override { return chunker_.text(piece); }
-  std::vector<std::string> end(const CompletionEnd& end) override {
-    return chunker_.end(reply_end(end));
+  ChatEvents(const ChatHeader& header, chat::ToolCallFormat format, bool include_usage, int choices)
+      : header_(header), include_usage_(include_usage) {
+    for (int i = 0; i < choices; ++i) chunkers_.emplace_back(header, format, include_usage, i);
+  }
+  std::vector<std::string> opening(int index) override { return chunker(index).opening(); }
+  std::vector<std::string> text(int index, const std::string& piece) override {
+    return chunker(index).text(piece);
+  }
+  std::vector<std::string> finish(int index, const CompletionEnd& end) override {
+    return chunker(index).finish(reply_end(end));
+  }
+  std::vector<std::string> last(const std::vector<CompletionEnd>& ends) override {
+    if (!include_usage_) return {};
+    const RequestTotals totals = request_totals(ends, static_cast<int>(ends.size()));
+    return {chat::chat_usage_chunk_json(header_, totals.usage, totals.speculation)};
   }
 
  private:
-  chat::ChatChunker chunker_;
+  chat::ChatChunker& chunker(int index) { return chunkers_[static_cast<size_t>(index)]; }
+
+  ChatHeader header_;
+  bool include_usage_;
+  std::vector<chat::ChatChunker> chunkers_;
 };
 
 }  // namespace
@@ -46,7 +60,7 @@ asio::awaitable<void> ApiService::chat(http::Exchange& exchange) {
   std::optional<api::ApiError> rejection;
   EngineLoop* engine_loop = serving_engine_loop(rejection);
   chat::ChatRequest request;
-  CompletionJob job;
+  std::vector<CompletionJob> jobs;
   if (engine_loop) {
     try {
       request = chat::parse_chat_request(http_request.body(), settings_.limits);
@@ -60,7 +74,7 @@ asio::awaitable<void> ApiService::chat(http::Exchange& exchange) {
         const int room = request_token_limit() - static_cast<int>(prompt.size());
         request.sampling.max_tokens = std::max(1, std::min(settings_.limits.max_tokens_limit, room));
       }
-      job = make_job(request.sampling, std::move(prompt));
+      jobs = choice_jobs(request.sampling, {std::move(prompt)}, request.sampling.n);
     } catch (const api::ApiError& error) {
       rejection = error;
       // The context check names max_tokens; the client may have said max_completion_tokens.
@@ -71,7 +85,7 @@ asio::awaitable<void> ApiService::chat(http::Exchange& exchange) {
       rejection = api::invalid_request(std::nullopt, error.what());
     }
   }
-  const std::optional<RunningJob> running = co_await admit(exchange, engine_loop, rejection, job);
+  const std::optional<RunningJobs> running = co_await admit(exchange, engine_loop, rejection, jobs);
   if (!running) co_return;
 
   const ChatHeader header{api::new_id("chatcmpl-", 24), unix_now(), settings_.served_model_name};
@@ -80,20 +94,26 @@ asio::awaitable<void> ApiService::chat(http::Exchange& exchange) {
                                           ? chat::ToolCallFormat::none
                                           : chat_template_->tool_call_format();
   if (request.sampling.stream) {
-    ChatEvents events(header, format, request.sampling.include_usage);
-    co_await stream_job(exchange, *running, events);
+    ChatEvents events(header, format, request.sampling.include_usage, request.sampling.n);
+    co_await stream_jobs(exchange, *running, events);
     co_return;
   }
-  const std::optional<FinishedJob> finished = co_await collect_job(exchange, *running);
-  if (!finished) co_return;
-  const CompletionEnd& end = finished->end;
-  if (end.error) {
-    co_await exchange.respond(error_response(http_request, *end.error));
+  const std::optional<CollectedJobs> collected = co_await collect_jobs(exchange, *running);
+  if (!collected) co_return;
+  if (collected->error) {
+    co_await exchange.respond(error_response(http_request, *collected->error));
     co_return;
   }
+  api::OrderedJson choices = api::OrderedJson::array();
+  for (size_t i = 0; i < collected->jobs.size(); ++i) {
+    const FinishedJob& job = collected->jobs[i];
+    choices.push_back(chat::chat_reply_choice(job.text, format, job.end.finish_reason, static_cast<int>(i)));
+  }
+  // One prompt: its tokens counted once, however many choices.
+  const RequestTotals totals = request_totals(collected->jobs, static_cast<int>(collected->jobs.size()));
   co_await exchange.respond(http::make_response(
       http_request, bhttp::status::ok,
-      chat::chat_reply_json(header, finished->text, format, reply_end(end))));
+      chat::chat_completion_json(header, std::move(choices), totals.usage, totals.speculation)));
 }
 
 }  // namespace tandem

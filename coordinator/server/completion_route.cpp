@@ -1,10 +1,12 @@
-// POST /v1/completions: parse, tokenize, check against the model, then the
-// job flow both completion routes share (job_flow.h). make_job, the request
-// as the engine takes it, is the chat route's too.
+// POST /v1/completions: parse, tokenize each prompt, check against the
+// model, fan out into one job per sequence (choice_jobs.cpp), then the job
+// flow both completion routes share (job_flow.h). make_job, the request as
+// the engine takes it, is the chat route's too.
 #include <algorithm>
-#include <random>
+#include <numeric>
 
 #include "common/error.h"
+#include "coordinator/api/choices.h"
 #include "coordinator/api/completion_response.h"
 #include "coordinator/server/api_service.h"
 #include "coordinator/server/job_flow.h"
@@ -14,11 +16,6 @@ namespace {
 
 namespace asio = boost::asio;
 namespace bhttp = boost::beast::http;
-
-uint64_t random_seed() {
-  static thread_local std::mt19937_64 generator{std::random_device{}()};
-  return generator();
-}
 
 std::string gamma_policy_name(const GammaPolicy& policy, const std::string& drafter) {
   if (drafter == "none") return "off";
@@ -48,13 +45,13 @@ int ApiService::request_token_limit() const {
   return static_cast<int>(std::min<int64_t>(model_.context_length, int64_t{model_.kv_positions} + 1));
 }
 
-std::vector<int32_t> ApiService::prompt_tokens(const api::CompletionRequest& request) const {
-  if (const auto* text = std::get_if<std::string>(&request.prompt)) {
+std::vector<int32_t> ApiService::prompt_tokens(const api::Prompt& prompt) const {
+  if (const auto* text = std::get_if<std::string>(&prompt)) {
     std::vector<int32_t> ids = tokenizer_->encode(*text, /*add_special=*/true);
     if (ids.empty()) throw api::invalid_request("prompt", "the prompt encodes to no tokens");
     return ids;
   }
-  return std::get<std::vector<int32_t>>(request.prompt);
+  return std::get<std::vector<int32_t>>(prompt);
 }
 
 CompletionJob ApiService::make_job(const api::CompletionRequest& request,
@@ -99,7 +96,7 @@ CompletionJob ApiService::make_job(const api::CompletionRequest& request,
   engine_request.sampling.temperature = static_cast<float>(request.temperature);
   engine_request.sampling.top_p = static_cast<float>(request.top_p);
   engine_request.sampling.top_k = request.top_k;
-  engine_request.sampling.seed = request.seed.value_or(random_seed());
+  engine_request.sampling.seed = api::choice_seed(request.seed, 0);
   engine_request.sampling.min_p = static_cast<float>(request.min_p);
   engine_request.processing = request.processing;
   if (request.processing.min_tokens > request.max_tokens)
@@ -151,21 +148,23 @@ CompletionJob ApiService::make_job(const api::CompletionRequest& request,
 
 namespace {
 
-// The completions stream: text_completion chunks.
+// The completions stream: text_completion chunks, each naming its choice.
 class CompletionEvents final : public EventFormat {
  public:
-  CompletionEvents(std::string id, int64_t created, std::string model, bool include_usage)
-      : id_(std::move(id)), created_(created), model_(std::move(model)), include_usage_(include_usage) {}
+  CompletionEvents(std::string id, int64_t created, std::string model, bool include_usage, int per_prompt)
+      : id_(std::move(id)), created_(created), model_(std::move(model)), include_usage_(include_usage),
+        per_prompt_(per_prompt) {}
 
-  std::vector<std::string> text(const std::string& piece) override {
-    return {api::chunk_json(id_, created_, model_, piece, std::nullopt, include_usage_)};
+  std::vector<std::string> text(int index, const std::string& piece) override {
+    return {api::chunk_json(id_, created_, model_, piece, std::nullopt, include_usage_, index)};
   }
-  std::vector<std::string> end(const CompletionEnd& end) override {
-    std::vector<std::string> events = {
-        api::chunk_json(id_, created_, model_, "", end.finish_reason, include_usage_)};
-    if (include_usage_)
-      events.push_back(api::usage_chunk_json(id_, created_, model_, end.usage, end.speculation));
-    return events;
+  std::vector<std::string> finish(int index, const CompletionEnd& end) override {
+    return {api::chunk_json(id_, created_, model_, "", end.finish_reason, include_usage_, index)};
+  }
+  std::vector<std::string> last(const std::vector<CompletionEnd>& ends) override {
+    if (!include_usage_) return {};
+    const RequestTotals totals = request_totals(ends, per_prompt_);
+    return {api::usage_chunk_json(id_, created_, model_, totals.usage, totals.speculation)};
   }
 
  private:
@@ -173,7 +172,29 @@ class CompletionEvents final : public EventFormat {
   int64_t created_;
   std::string model_;
   bool include_usage_;
+  int per_prompt_;
 };
+
+// The whole response's choices: per prompt, its `per_prompt` sequences, or
+// the n of them best_of ranks highest, best first; index = prompt × n + choice.
+std::vector<api::CompletionChoice> returned_choices(const std::vector<FinishedJob>& finished,
+                                                    int per_prompt, int n) {
+  std::vector<api::CompletionChoice> choices;
+  for (size_t first = 0; first < finished.size(); first += static_cast<size_t>(per_prompt)) {
+    std::vector<int> order(static_cast<size_t>(n));
+    std::iota(order.begin(), order.end(), 0);  // best_of = n: every one, in seed order
+    if (per_prompt > n) {
+      std::vector<std::optional<double>> logprobs;
+      for (int i = 0; i < per_prompt; ++i) logprobs.push_back(finished[first + static_cast<size_t>(i)].end.cumulative_logprob);
+      order = api::rank_best_of(logprobs, n);
+    }
+    for (const int i : order) {
+      const FinishedJob& job = finished[first + static_cast<size_t>(i)];
+      choices.push_back({job.text, job.end.finish_reason});
+    }
+  }
+  return choices;
+}
 
 }  // namespace
 
@@ -192,39 +213,42 @@ asio::awaitable<void> ApiService::complete(http::Exchange& exchange) {
   std::optional<api::ApiError> rejection;
   EngineLoop* engine_loop = serving_engine_loop(rejection);
   api::CompletionRequest request;
-  CompletionJob job;
+  std::vector<CompletionJob> jobs;
   if (engine_loop) {
     try {
       request = api::parse_completion_request(http_request.body(), settings_.limits);
-      job = make_job(request, prompt_tokens(request));
+      std::vector<std::vector<int32_t>> prompts;
+      for (const api::Prompt& prompt : request.prompts) prompts.push_back(prompt_tokens(prompt));
+      jobs = choice_jobs(request, prompts, request.best_of.value_or(request.n));
     } catch (const api::ApiError& error) {
       rejection = error;
     } catch (const Error& error) {
       rejection = api::invalid_request(std::nullopt, error.what());
     }
   }
-  const std::optional<RunningJob> running = co_await admit(exchange, engine_loop, rejection, job);
+  const std::optional<RunningJobs> running = co_await admit(exchange, engine_loop, rejection, jobs);
   if (!running) co_return;
 
   const std::string id = api::new_completion_id();
   const int64_t created = unix_now();
   const std::string& model = settings_.served_model_name;
-  if (request.stream) {
-    CompletionEvents events(id, created, model, request.include_usage);
-    co_await stream_job(exchange, *running, events);
+  const int per_prompt = request.best_of.value_or(request.n);
+  if (request.stream) {  // best_of = n here (check_choice_counts)
+    CompletionEvents events(id, created, model, request.include_usage, per_prompt);
+    co_await stream_jobs(exchange, *running, events);
     co_return;
   }
-  const std::optional<FinishedJob> finished = co_await collect_job(exchange, *running);
-  if (!finished) co_return;
-  const CompletionEnd& end = finished->end;
-  if (end.error) {
-    co_await exchange.respond(error_response(http_request, *end.error));
-  } else {
-    co_await exchange.respond(http::make_response(
-        http_request, bhttp::status::ok,
-        api::completion_json(id, created, model, finished->text, end.finish_reason, end.usage,
-                             end.speculation)));
+  const std::optional<CollectedJobs> collected = co_await collect_jobs(exchange, *running);
+  if (!collected) co_return;
+  if (collected->error) {
+    co_await exchange.respond(error_response(http_request, *collected->error));
+    co_return;
   }
+  const RequestTotals totals = request_totals(collected->jobs, per_prompt);
+  co_await exchange.respond(http::make_response(
+      http_request, bhttp::status::ok,
+      api::completion_json(id, created, model, returned_choices(collected->jobs, per_prompt, request.n),
+                           totals.usage, totals.speculation)));
 }
 
 }  // namespace tandem

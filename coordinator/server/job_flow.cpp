@@ -4,6 +4,7 @@
 #include <boost/asio/redirect_error.hpp>
 #include <boost/asio/use_awaitable.hpp>
 
+#include "coordinator/api/choices.h"
 #include "coordinator/api/completion_response.h"
 #include "coordinator/server/api_service.h"
 
@@ -46,75 +47,134 @@ void record_job_end(http::Exchange& exchange, const CompletionEnd& end) {
     exchange.record().error = end.error->message;
 }
 
-asio::awaitable<std::optional<RunningJob>> submit_job(http::Exchange& exchange,
-                                                      EngineLoop& engine_loop, CompletionJob& job) {
-  RunningJob running;
+RequestTotals request_totals(const std::vector<CompletionEnd>& ends, int per_prompt) {
+  std::vector<api::Usage> usages;
+  std::vector<api::SpeculationReport> reports;
+  for (const CompletionEnd& end : ends) {
+    usages.push_back(end.usage);
+    reports.push_back(end.speculation);
+  }
+  return {api::total_usage(usages, per_prompt), api::total_speculation(reports)};
+}
+
+RequestTotals request_totals(const std::vector<FinishedJob>& jobs, int per_prompt) {
+  std::vector<CompletionEnd> ends;
+  for (const FinishedJob& job : jobs) ends.push_back(job.end);
+  return request_totals(ends, per_prompt);
+}
+
+void RunningJobs::cancel_all() const {
+  for (const auto& stream : streams) stream->cancel();
+}
+
+asio::awaitable<std::optional<RunningJobs>> submit_jobs(http::Exchange& exchange,
+                                                        EngineLoop& engine_loop,
+                                                        std::vector<CompletionJob>& jobs) {
+  RunningJobs running;
   running.timer = std::make_shared<asio::steady_timer>(exchange.executor());
   auto wake = [timer = running.timer, executor = exchange.executor()] {
     asio::post(executor, [timer] { timer->cancel(); });
   };
-  job.stream = std::make_shared<CompletionStream>(wake);
-  running.stream = job.stream;
-  if (!engine_loop.submit(job)) {
+  for (CompletionJob& job : jobs) {
+    job.stream = std::make_shared<CompletionStream>(wake);
+    running.streams.push_back(job.stream);
+  }
+  if (!engine_loop.submit_all(jobs)) {
+    const std::string what = jobs.size() == 1 ? "the request"
+                                              : "the request's " + std::to_string(jobs.size()) +
+                                                    " sequences (n × prompts)";
     co_await exchange.respond(error_response(
         exchange.request(),
-        api::rate_limited("the request queue is full (scheduler.max_queued_requests); "
-                          "retry after a moment")));
+        api::rate_limited("the request queue is full (scheduler.max_queued_requests) and cannot take " +
+                          what + "; retry after a moment")));
     co_return std::nullopt;
   }
   co_return running;
 }
 
-asio::awaitable<std::optional<RunningJob>> ApiService::admit(
+asio::awaitable<std::optional<RunningJobs>> ApiService::admit(
     http::Exchange& exchange, EngineLoop* engine_loop,
-    const std::optional<api::ApiError>& rejection, CompletionJob& job) {
+    const std::optional<api::ApiError>& rejection, std::vector<CompletionJob>& jobs) {
   if (rejection) {
     co_await exchange.respond(error_response(exchange.request(), *rejection));
     co_return std::nullopt;
   }
-  co_return co_await submit_job(exchange, *engine_loop, job);
+  co_return co_await submit_jobs(exchange, *engine_loop, jobs);
 }
 
-asio::awaitable<std::optional<FinishedJob>> collect_job(http::Exchange& exchange,
-                                                        const RunningJob& job) {
-  std::string text;
+asio::awaitable<std::optional<CollectedJobs>> collect_jobs(http::Exchange& exchange,
+                                                           const RunningJobs& jobs) {
+  const size_t count = jobs.streams.size();
+  std::vector<std::string> texts(count);
+  std::vector<std::optional<CompletionEnd>> ends(count);
+  size_t ended = 0;
   while (true) {
-    CompletionStream::Drained drained = job.stream->drain();
-    text += drained.text;
-    if (drained.end) {
+    for (size_t i = 0; i < count; ++i) {
+      if (ends[i]) continue;
+      CompletionStream::Drained drained = jobs.streams[i]->drain();
+      texts[i] += drained.text;
+      if (!drained.end) continue;
       record_job_end(exchange, *drained.end);
-      co_return FinishedJob{std::move(text), std::move(*drained.end)};
+      if (drained.end->error) {
+        jobs.cancel_all();  // the request's answer is this error: the rest is wasted work
+        co_return CollectedJobs{{}, std::move(drained.end->error)};
+      }
+      ends[i] = std::move(drained.end);
+      ++ended;
+    }
+    if (ended == count) {
+      CollectedJobs collected;
+      for (size_t i = 0; i < count; ++i)
+        collected.jobs.push_back(FinishedJob{std::move(texts[i]), std::move(*ends[i])});
+      co_return collected;
     }
     if (exchange.peer_closed()) {
-      job.stream->cancel();
+      jobs.cancel_all();
       co_return std::nullopt;
     }
-    co_await wait_for_news(*job.timer);
+    co_await wait_for_news(*jobs.timer);
   }
 }
 
-asio::awaitable<void> stream_job(http::Exchange& exchange, const RunningJob& job,
-                                 EventFormat& format) {
+asio::awaitable<void> stream_jobs(http::Exchange& exchange, const RunningJobs& jobs,
+                                  EventFormat& format) {
+  const size_t count = jobs.streams.size();
+  std::vector<std::optional<CompletionEnd>> ends(count);
+  size_t ended = 0;
   bool connected = co_await exchange.begin_stream();
-  if (connected) connected = co_await write_events(exchange, format.opening());
+  for (size_t i = 0; i < count && connected; ++i)
+    connected = co_await write_events(exchange, format.opening(static_cast<int>(i)));
   while (connected) {
-    CompletionStream::Drained drained = job.stream->drain();
-    if (!drained.text.empty()) connected = co_await write_events(exchange, format.text(drained.text));
-    if (drained.end) record_job_end(exchange, *drained.end);
-    if (drained.end && connected) {
+    for (size_t i = 0; i < count && connected; ++i) {
+      if (ends[i]) continue;
+      const int index = static_cast<int>(i);
+      CompletionStream::Drained drained = jobs.streams[i]->drain();
+      if (!drained.text.empty()) connected = co_await write_events(exchange, format.text(index, drained.text));
+      if (drained.end) record_job_end(exchange, *drained.end);
+      if (!drained.end || !connected) continue;
       if (drained.end->error) {
+        jobs.cancel_all();
         co_await exchange.stream_write(api::sse_event(api::error_json(*drained.end->error)));
-      } else {
-        co_await write_events(exchange, format.end(*drained.end));
+        co_await exchange.stream_write(api::sse_done());
+        co_await exchange.end_stream();
+        co_return;
       }
+      connected = co_await write_events(exchange, format.finish(index, *drained.end));
+      ends[i] = std::move(drained.end);
+      ++ended;
+    }
+    if (connected && ended == count) {
+      std::vector<CompletionEnd> all;
+      for (auto& end : ends) all.push_back(std::move(*end));
+      co_await write_events(exchange, format.last(all));
       co_await exchange.stream_write(api::sse_done());
       co_await exchange.end_stream();
       co_return;
     }
     if (!connected || exchange.peer_closed()) break;
-    co_await wait_for_news(*job.timer);
+    co_await wait_for_news(*jobs.timer);
   }
-  job.stream->cancel();  // the client left: the engine thread frees its session
+  jobs.cancel_all();  // the client left: the engine thread frees the sessions
 }
 
 }  // namespace tandem

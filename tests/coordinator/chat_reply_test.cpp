@@ -123,5 +123,29 @@ TEST(ChatChunker, PlainStreamKeepsTheEnginesFinishReason) {
   EXPECT_EQ(parsed(chunker.end(end))[0]["choices"][0]["finish_reason"], "length");
 }
 
+// n > 1: each choice parses its own tool calls and carries its own index,
+// and finish() leaves the usage chunk to the route (one for all choices).
+TEST(ChatChunker, EachChoiceOfSeveralHasItsIndexAndOwnCalls) {
+  const json whole = chat_reply_choice(kCallOutput, ToolCallFormat::hermes, "stop", 2);
+  EXPECT_EQ(whole["index"], 2);
+  EXPECT_EQ(whole["finish_reason"], "tool_calls");
+  EXPECT_EQ(whole["message"]["tool_calls"][0]["function"]["name"], "get_weather");
+  const json plain = chat_reply_choice("Just text.", ToolCallFormat::hermes, "length", 1);
+  EXPECT_EQ(plain["index"], 1);
+  EXPECT_EQ(plain["message"]["content"], "Just text.");
+  EXPECT_EQ(plain["finish_reason"], "length");
+
+  ChatChunker chunker(kHeader, ToolCallFormat::hermes, /*include_usage=*/true, 3);
+  EXPECT_EQ(parsed(chunker.opening())[0]["choices"][0]["index"], 3);
+  std::vector<json> chunks = parsed(chunker.text(kCallOutput));
+  const std::vector<json> finish = parsed(chunker.finish(stop_end()));
+  chunks.insert(chunks.end(), finish.begin(), finish.end());
+  for (const json& chunk : chunks) {
+    ASSERT_EQ(chunk["choices"].size(), 1u) << chunk.dump();  // no usage chunk from finish()
+    EXPECT_EQ(chunk["choices"][0]["index"], 3);
+  }
+  EXPECT_EQ(chunks.back()["choices"][0]["finish_reason"], "tool_calls");
+}
+
 }  // namespace
 }  // namespace tandem::chat

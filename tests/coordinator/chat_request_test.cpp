@@ -99,7 +99,8 @@ TEST(ChatRequest, SharedFieldsAreRefusedWithTheirParam) {
   expect_refused(head + R"("temperature": 3})", "temperature");
   expect_refused(head + R"("top_p": 0})", "top_p");
   expect_refused(head + R"("max_tokens": 0})", "max_tokens");
-  expect_refused(head + R"("n": 2})", "n");
+  expect_refused(head + R"("n": 17})", "n");
+  expect_refused(head + R"("n": 0})", "n");
   expect_refused(head + R"("stop": [""]})", "stop");
   expect_refused(head + R"("seed": "x"})", "seed");
   expect_refused(head + R"("speculation": {"gamma": 99}})", "speculation.gamma");

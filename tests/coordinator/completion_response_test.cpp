@@ -215,5 +215,18 @@ TEST(CompletionId, IsCmplAnd24AlphanumericsAndUniqueAcrossThreads) {
   EXPECT_EQ(characters_seen.size(), 62u);
 }
 
+TEST(CompletionResponse, SeveralChoicesAreIndexedByPosition) {
+  const nlohmann::json body = nlohmann::json::parse(completion_json(
+      "cmpl-x", 1, "tandem", {{"one", "stop"}, {"two", "length"}, {"three", "stop"}}, Usage{4, 9},
+      SpeculationReport{}));
+  ASSERT_EQ(body["choices"].size(), 3u);
+  for (int i = 0; i < 3; ++i) EXPECT_EQ(body["choices"][i]["index"], i);
+  EXPECT_EQ(body["choices"][1]["text"], "two");
+  EXPECT_EQ(body["choices"][1]["finish_reason"], "length");
+  EXPECT_EQ(body["usage"]["total_tokens"], 13);
+  const nlohmann::json chunk = nlohmann::json::parse(chunk_json("cmpl-x", 1, "tandem", "t", std::nullopt, false, 5));
+  EXPECT_EQ(chunk["choices"][0]["index"], 5);
+}
+
 }  // namespace
 }  // namespace tandem::api

@@ -18,6 +18,7 @@
 #include "common/error.h"
 #include "common/tokenizer/tokenizer.h"
 #include "coordinator/api/api_error.h"
+#include "coordinator/api/choice_fields.h"
 #include "coordinator/api/completion_request.h"
 #include "coordinator/api/tokenize_request.h"
 #include "coordinator/chat/chat_request.h"
@@ -102,15 +103,19 @@ inline void completion_route(std::string_view body, const ServedModel& served) {
   try {
     const api::CompletionRequest request = api::parse_completion_request(body, served.limits);
     check_sampling(request, served.limits);
-    if (const auto* text = std::get_if<std::string>(&request.prompt)) {
-      fuzz_check(is_valid_utf8(*text), "accepted a prompt that is not valid UTF-8");
-      const std::vector<int32_t> ids = served.tokenizer.encode(*text, /*add_special=*/true);
-      fuzz_check(served.tokenizer.decode(ids) == *text, "the prompt does not decode to itself");
-    } else {
-      const auto& ids = std::get<std::vector<int32_t>>(request.prompt);
-      fuzz_check(!ids.empty(), "accepted an empty token prompt");
-      for (const int32_t id : ids)
-        fuzz_check(id >= 0 && id < served.limits.vocab_size, "accepted a token id outside the vocabulary");
+    fuzz_check(!request.prompts.empty() && request.prompts.size() <= static_cast<size_t>(api::kMaxPrompts),
+               "accepted " + std::to_string(request.prompts.size()) + " prompts");
+    for (const api::Prompt& prompt : request.prompts) {
+      if (const auto* text = std::get_if<std::string>(&prompt)) {
+        fuzz_check(is_valid_utf8(*text), "accepted a prompt that is not valid UTF-8");
+        const std::vector<int32_t> ids = served.tokenizer.encode(*text, /*add_special=*/true);
+        fuzz_check(served.tokenizer.decode(ids) == *text, "the prompt does not decode to itself");
+      } else {
+        const auto& ids = std::get<std::vector<int32_t>>(prompt);
+        fuzz_check(!ids.empty(), "accepted an empty token prompt");
+        for (const int32_t id : ids)
+          fuzz_check(id >= 0 && id < served.limits.vocab_size, "accepted a token id outside the vocabulary");
+      }
     }
   } catch (const api::ApiError& error) {
     check_refusal(error);
