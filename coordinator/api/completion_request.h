@@ -2,7 +2,7 @@
 // strictly into a CompletionRequest.
 //
 // Strict means: every field OpenAI defines is either honoured or refused with
-// a 400 naming it (n > 1, echo, logprobs, penalties, logit_bias, suffix are
+// a 400 naming it (n > 1, penalties, logit_bias, suffix are
 // refused rather than silently ignored, since ignoring them would return
 // something other than what the client asked for); unknown fields are refused
 // with OpenAI's own wording. Extensions: `top_k`, `ignore_eos` (as vLLM) and `speculation`
@@ -74,7 +74,7 @@ using Prompt = std::variant<std::string, std::vector<int32_t>>;
 struct CompletionRequest {
   std::string model;                  // the served model name when the body omits it
   Prompt prompt;                      // never empty
-  int max_tokens = 0;                 // in [1, max_tokens_limit]
+  int max_tokens = 0;                 // in [1, max_tokens_limit]; 0 only with echo
   double temperature = 1.0;           // in [0, 2]; 0 = greedy
   double top_p = 1.0;                 // in (0, 1]
   int top_k = 0;                      // >= 0; 0 = off (the body's -1 is read as 0)
@@ -84,6 +84,8 @@ struct CompletionRequest {
   bool include_usage = false;         // stream_options.include_usage (streams only)
   bool ignore_eos = false;            // extension: generate past end-of-sequence tokens
   SpeculationChoice speculation;
+  int logprobs = -1;                  // -1: none; N: each token's logprob and top N (logprob_fields.h)
+  bool echo = false;                  // completions: the prompt (and its logprobs) come back first
 };
 
 // Reads a request body. Throws ApiError: 400 naming the field (param) for a

@@ -21,11 +21,11 @@ Json header(std::string_view id, int64_t created_unix, std::string_view model) {
   return body;
 }
 
-Json choice(std::string_view text, std::optional<std::string_view> finish_reason) {
+Json choice(std::string_view text, std::optional<std::string_view> finish_reason, const Json& logprobs) {
   Json one;
   one["text"] = text;
   one["index"] = 0;
-  one["logprobs"] = nullptr;
+  one["logprobs"] = logprobs;
   one["finish_reason"] = finish_reason ? Json(*finish_reason) : Json(nullptr);
   return one;
 }
@@ -54,9 +54,10 @@ Json speculation_object(const SpeculationReport& report) {
 
 std::string completion_json(std::string_view id, int64_t created_unix, std::string_view model,
                             std::string_view text, std::string_view finish_reason,
-                            const Usage& usage, const SpeculationReport& speculation) {
+                            const Usage& usage, const SpeculationReport& speculation,
+                            const Json& logprobs) {
   Json body = header(id, created_unix, model);
-  body["choices"] = Json::array({choice(text, finish_reason)});
+  body["choices"] = Json::array({choice(text, finish_reason, logprobs)});
   body["usage"] = usage_object(usage);
   body["speculation"] = speculation_object(speculation);
   return dump(body);
@@ -64,9 +65,10 @@ std::string completion_json(std::string_view id, int64_t created_unix, std::stri
 
 std::string chunk_json(std::string_view id, int64_t created_unix, std::string_view model,
                        std::string_view text_delta,
-                       std::optional<std::string_view> finish_reason, bool include_usage) {
+                       std::optional<std::string_view> finish_reason, bool include_usage,
+                       const Json& logprobs) {
   Json body = header(id, created_unix, model);
-  body["choices"] = Json::array({choice(text_delta, finish_reason)});
+  body["choices"] = Json::array({choice(text_delta, finish_reason, logprobs)});
   if (include_usage) body["usage"] = nullptr;
   return dump(body);
 }

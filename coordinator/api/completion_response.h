@@ -40,17 +40,20 @@ struct Usage {
 // "model", "choices": [{"text", "index": 0, "logprobs": null, "finish_reason"}],
 // "usage": {prompt_tokens, completion_tokens, total_tokens}, "speculation"}.
 // finish_reason is "stop" (a stop sequence or token) or "length".
+// `logprobs` is the choice's (token_logprobs.h), null when not asked for.
 std::string completion_json(std::string_view id, int64_t created_unix, std::string_view model,
                             std::string_view text, std::string_view finish_reason,
-                            const Usage& usage, const SpeculationReport& speculation);
+                            const Usage& usage, const SpeculationReport& speculation,
+                            const OrderedJson& logprobs = nullptr);
 
 // One streamed chunk: the same shape with the new text, no usage, and
 // finish_reason null until the last chunk. With include_usage (the request's
 // stream_options.include_usage) it carries "usage": null, as OpenAI's do.
+// `logprobs`: those of the delta's tokens, null when not asked for.
 std::string chunk_json(std::string_view id, int64_t created_unix, std::string_view model,
                        std::string_view text_delta,
                        std::optional<std::string_view> finish_reason,
-                       bool include_usage = false);
+                       bool include_usage = false, const OrderedJson& logprobs = nullptr);
 
 // The extra chunk sent before [DONE] when stream_options.include_usage is set:
 // "choices": [] with "usage" and "speculation".

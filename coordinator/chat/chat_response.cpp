@@ -33,7 +33,8 @@ OrderedJson tool_call_object(const ToolCall& call, const std::string& id, std::o
 
 std::string chat_completion_json(const ChatHeader& header, const std::optional<std::string>& content,
                                  const OrderedJson& tool_calls, std::string_view finish_reason,
-                                 const api::Usage& usage, const api::SpeculationReport& speculation) {
+                                 const api::Usage& usage, const api::SpeculationReport& speculation,
+                                 const OrderedJson& logprobs) {
   OrderedJson message;
   message["role"] = "assistant";
   message["content"] = content ? OrderedJson(*content) : OrderedJson(nullptr);
@@ -41,7 +42,7 @@ std::string chat_completion_json(const ChatHeader& header, const std::optional<s
   OrderedJson choice;
   choice["index"] = 0;
   choice["message"] = std::move(message);
-  choice["logprobs"] = nullptr;
+  choice["logprobs"] = logprobs;
   choice["finish_reason"] = finish_reason;
   OrderedJson body = header_object(header, "chat.completion");
   body["choices"] = OrderedJson::array({std::move(choice)});
@@ -51,11 +52,12 @@ std::string chat_completion_json(const ChatHeader& header, const std::optional<s
 }
 
 std::string chat_chunk_json(const ChatHeader& header, const OrderedJson& delta,
-                            std::optional<std::string_view> finish_reason, bool include_usage) {
+                            std::optional<std::string_view> finish_reason, bool include_usage,
+                            const OrderedJson& logprobs) {
   OrderedJson choice;
   choice["index"] = 0;
   choice["delta"] = delta.is_null() ? OrderedJson::object() : delta;
-  choice["logprobs"] = nullptr;
+  choice["logprobs"] = logprobs;
   choice["finish_reason"] = finish_reason ? OrderedJson(*finish_reason) : OrderedJson(nullptr);
   OrderedJson body = header_object(header, "chat.completion.chunk");
   body["choices"] = OrderedJson::array({std::move(choice)});

@@ -33,14 +33,17 @@ api::OrderedJson tool_call_object(const ToolCall& call, const std::string& id,
 // "message": {"role": "assistant", "content": string|null[, "tool_calls"]},
 // "logprobs": null, "finish_reason"}], "usage", "speculation"}. `content` is
 // null when absent (a reply of tool calls only).
+// `logprobs`: the choice's (api/token_logprobs.h), null when not asked for.
 std::string chat_completion_json(const ChatHeader& header, const std::optional<std::string>& content,
                                  const api::OrderedJson& tool_calls, std::string_view finish_reason,
-                                 const api::Usage& usage, const api::SpeculationReport& speculation);
+                                 const api::Usage& usage, const api::SpeculationReport& speculation,
+                                 const api::OrderedJson& logprobs = nullptr);
 
-// One chunk: "choices": [{"index": 0, "delta": delta, "logprobs": null,
+// One chunk: "choices": [{"index": 0, "delta": delta, "logprobs": logprobs,
 // "finish_reason": ...}], with "usage": null when include_usage.
 std::string chat_chunk_json(const ChatHeader& header, const api::OrderedJson& delta,
-                            std::optional<std::string_view> finish_reason, bool include_usage);
+                            std::optional<std::string_view> finish_reason, bool include_usage,
+                            const api::OrderedJson& logprobs = nullptr);
 
 // The last chunk when include_usage: "choices": [], "usage", "speculation".
 std::string chat_usage_chunk_json(const ChatHeader& header, const api::Usage& usage,

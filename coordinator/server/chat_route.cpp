@@ -27,10 +27,13 @@ chat::ReplyEnd reply_end(const CompletionEnd& end) {
 // The chat stream: ChatChunker's chunks.
 class ChatEvents final : public EventFormat {
  public:
-  ChatEvents(ChatHeader header, chat::ToolCallFormat format, bool include_usage)
-      : chunker_(std::move(header), format, include_usage) {}
+  ChatEvents(ChatHeader header, chat::ToolCallFormat format, bool include_usage, bool logprobs)
+      : chunker_(std::move(header), format, include_usage, logprobs) {}
   std::vector<std::string> opening() override { return chunker_.opening(); }
-  std::vector<std::string> text(const std::string& piece) override { return chunker_.text(piece); }
+  std::vector<std::string> text(const std::string& piece,
+                                std::vector<api::LogprobEntry> logprobs) override {
+    return chunker_.text(piece, std::move(logprobs));
+  }
   std::vector<std::string> end(const CompletionEnd& end) override {
     return chunker_.end(reply_end(end));
   }
@@ -80,7 +83,7 @@ asio::awaitable<void> ApiService::chat(http::Exchange& exchange) {
                                           ? chat::ToolCallFormat::none
                                           : chat_template_->tool_call_format();
   if (request.sampling.stream) {
-    ChatEvents events(header, format, request.sampling.include_usage);
+    ChatEvents events(header, format, request.sampling.include_usage, request.sampling.logprobs >= 0);
     co_await stream_job(exchange, *running, events);
     co_return;
   }
@@ -93,7 +96,10 @@ asio::awaitable<void> ApiService::chat(http::Exchange& exchange) {
   }
   co_await exchange.respond(http::make_response(
       http_request, bhttp::status::ok,
-      chat::chat_reply_json(header, finished->text, format, reply_end(end))));
+      chat::chat_reply_json(header, finished->text, format, reply_end(end),
+                            request.sampling.logprobs >= 0
+                                ? api::chat_logprobs_json(finished->logprobs)
+                                : api::OrderedJson(nullptr))));
 }
 
 }  // namespace tandem

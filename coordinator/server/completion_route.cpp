@@ -6,6 +6,7 @@
 
 #include "common/error.h"
 #include "coordinator/api/completion_response.h"
+#include "coordinator/api/token_logprobs.h"
 #include "coordinator/server/api_service.h"
 #include "coordinator/server/job_flow.h"
 
@@ -96,6 +97,16 @@ CompletionJob ApiService::make_job(const api::CompletionRequest& request,
             ", or raise scheduler.kv_blocks");
   }
   engine_request.max_new_tokens = request.max_tokens;
+  job.logprobs = request.logprobs >= 0;
+  job.echo = request.echo;
+  engine_request.logprobs = request.logprobs;
+  engine_request.prompt_logprobs = request.echo && job.logprobs;
+  // max_tokens 0 (echo only) is a prefill that scores the prompt: the engine
+  // takes it as that, whether or not the reply shows the scores.
+  if (request.max_tokens == 0) {
+    engine_request.prompt_logprobs = true;
+    engine_request.logprobs = std::max(engine_request.logprobs, 0);
+  }
   engine_request.sampling.temperature = static_cast<float>(request.temperature);
   engine_request.sampling.top_p = static_cast<float>(request.top_p);
   engine_request.sampling.top_k = request.top_k;
@@ -142,11 +153,16 @@ namespace {
 // The completions stream: text_completion chunks.
 class CompletionEvents final : public EventFormat {
  public:
-  CompletionEvents(std::string id, int64_t created, std::string model, bool include_usage)
-      : id_(std::move(id)), created_(created), model_(std::move(model)), include_usage_(include_usage) {}
+  CompletionEvents(std::string id, int64_t created, std::string model, bool include_usage,
+                   bool logprobs)
+      : id_(std::move(id)), created_(created), model_(std::move(model)),
+        include_usage_(include_usage), logprobs_(logprobs) {}
 
-  std::vector<std::string> text(const std::string& piece) override {
-    return {api::chunk_json(id_, created_, model_, piece, std::nullopt, include_usage_)};
+  std::vector<std::string> text(const std::string& piece,
+                                std::vector<api::LogprobEntry> logprobs) override {
+    const api::OrderedJson shown =
+        logprobs_ ? api::completion_logprobs_json(logprobs) : api::OrderedJson(nullptr);
+    return {api::chunk_json(id_, created_, model_, piece, std::nullopt, include_usage_, shown)};
   }
   std::vector<std::string> end(const CompletionEnd& end) override {
     std::vector<std::string> events = {
@@ -161,6 +177,7 @@ class CompletionEvents final : public EventFormat {
   int64_t created_;
   std::string model_;
   bool include_usage_;
+  bool logprobs_;
 };
 
 }  // namespace
@@ -198,7 +215,7 @@ asio::awaitable<void> ApiService::complete(http::Exchange& exchange) {
   const int64_t created = unix_now();
   const std::string& model = settings_.served_model_name;
   if (request.stream) {
-    CompletionEvents events(id, created, model, request.include_usage);
+    CompletionEvents events(id, created, model, request.include_usage, request.logprobs >= 0);
     co_await stream_job(exchange, *running, events);
     co_return;
   }
@@ -211,7 +228,9 @@ asio::awaitable<void> ApiService::complete(http::Exchange& exchange) {
     co_await exchange.respond(http::make_response(
         http_request, bhttp::status::ok,
         api::completion_json(id, created, model, finished->text, end.finish_reason, end.usage,
-                             end.speculation)));
+                             end.speculation,
+                             request.logprobs >= 0 ? api::completion_logprobs_json(finished->logprobs)
+                                          : api::OrderedJson(nullptr))));
   }
 }
 

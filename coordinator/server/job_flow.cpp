@@ -4,6 +4,8 @@
 #include <boost/asio/redirect_error.hpp>
 #include <boost/asio/use_awaitable.hpp>
 
+#include <iterator>
+
 #include "coordinator/api/completion_response.h"
 #include "coordinator/server/api_service.h"
 
@@ -63,11 +65,16 @@ asio::awaitable<std::optional<RunningJob>> ApiService::admit(
 
 asio::awaitable<std::optional<FinishedJob>> collect_job(http::Exchange& exchange,
                                                         const RunningJob& job) {
-  std::string text;
+  FinishedJob finished;
   while (true) {
     CompletionStream::Drained drained = job.stream->drain();
-    text += drained.text;
-    if (drained.end) co_return FinishedJob{std::move(text), std::move(*drained.end)};
+    finished.text += drained.text;
+    finished.logprobs.insert(finished.logprobs.end(), std::make_move_iterator(drained.logprobs.begin()),
+                             std::make_move_iterator(drained.logprobs.end()));
+    if (drained.end) {
+      finished.end = std::move(*drained.end);
+      co_return finished;
+    }
     if (exchange.peer_closed()) {
       job.stream->cancel();
       co_return std::nullopt;
@@ -82,7 +89,8 @@ asio::awaitable<void> stream_job(http::Exchange& exchange, const RunningJob& job
   if (connected) connected = co_await write_events(exchange, format.opening());
   while (connected) {
     CompletionStream::Drained drained = job.stream->drain();
-    if (!drained.text.empty()) connected = co_await write_events(exchange, format.text(drained.text));
+    if (!drained.text.empty() || !drained.logprobs.empty())
+      connected = co_await write_events(exchange, format.text(drained.text, std::move(drained.logprobs)));
     if (drained.end && connected) {
       if (drained.end->error) {
         co_await exchange.stream_write(api::sse_event(api::error_json(*drained.end->error)));

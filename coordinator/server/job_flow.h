@@ -34,6 +34,7 @@ boost::asio::awaitable<std::optional<RunningJob>> submit_job(http::Exchange& exc
 
 struct FinishedJob {
   std::string text;
+  std::vector<api::LogprobEntry> logprobs;  // when the request asked for them
   CompletionEnd end;
 };
 
@@ -49,8 +50,10 @@ class EventFormat {
   virtual ~EventFormat() = default;
   // Before any text (chat: the assistant's role).
   virtual std::vector<std::string> opening() { return {}; }
-  // For text as it arrives (possibly none, when it is held back).
-  virtual std::vector<std::string> text(const std::string& piece) = 0;
+  // For text as it arrives, with the logprob entries of its tokens (either
+  // may be empty; the events may be none, when the format holds text back).
+  virtual std::vector<std::string> text(const std::string& piece,
+                                        std::vector<api::LogprobEntry> logprobs) = 0;
   // After the last text, for an end without error: the finish, usage.
   virtual std::vector<std::string> end(const CompletionEnd& end) = 0;
 };
