@@ -37,7 +37,7 @@ struct Usage {
 };
 
 // The non-streamed response: {"id", "object": "text_completion", "created",
-// "model", "choices": [{"text", "index": 0, "logprobs": null, "finish_reason"}],
+// "model", "choices": [{"text", "index": 0, "logprobs", "finish_reason"}],
 // "usage": {prompt_tokens, completion_tokens, total_tokens}, "speculation"}.
 // finish_reason is "stop" (a stop sequence or token) or "length".
 // `logprobs` is the choice's (token_logprobs.h), null when not asked for.

@@ -31,7 +31,7 @@ api::OrderedJson tool_call_object(const ToolCall& call, const std::string& id,
 
 // {"id", "object": "chat.completion", "created", "model", "choices": [{"index": 0,
 // "message": {"role": "assistant", "content": string|null[, "tool_calls"]},
-// "logprobs": null, "finish_reason"}], "usage", "speculation"}. `content` is
+// "logprobs", "finish_reason"}], "usage", "speculation"}. `content` is
 // null when absent (a reply of tool calls only).
 // `logprobs`: the choice's (api/token_logprobs.h), null when not asked for.
 std::string chat_completion_json(const ChatHeader& header, const std::optional<std::string>& content,

@@ -253,8 +253,8 @@ void EngineLoop::publish_progress() {
 }
 
 void EngineLoop::publish(SessionKey key, Active& active, SteadyClock::time_point now) {
-  // The text work (which may throw) comes before the engine lets go of the
-  // session, so that a throw leaves it there for publish_progress to end.
+  // The text work may throw (publish_progress then ends this request
+  // alone). Entries that come only with take()'s result are made after it.
   const std::vector<int32_t>& tokens = engine_.output(key);
   if (tokens.size() > active.text.tokens_seen() && !active.first_token) {
     active.first_token = now;

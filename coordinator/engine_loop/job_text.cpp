@@ -29,8 +29,10 @@ JobText::Piece JobText::take(const std::vector<TokenLogprob>* output_logprobs,
                              const std::vector<TokenLogprob>* prompt_logprobs) {
   Piece out;
   if (!prompt_sent_) {
-    // The echoed prompt goes first, with its entries: nothing before it.
-    if (logprobs_ && !prompt_logprobs) return out;
+    // The echoed prompt goes first, with its entries: nothing goes before
+    // the engine has scored the whole prompt.
+    const bool scored = prompt_logprobs && prompt_logprobs->size() + 1 == prompt_.size();
+    if (logprobs_ && !scored) return out;
     out = take_prompt(prompt_logprobs);
   }
   if (!logprobs_) {

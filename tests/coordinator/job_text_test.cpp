@@ -157,6 +157,21 @@ TEST(JobText, TextWaitsForLogprobsThatComeOnlyAtTheEnd) {
   EXPECT_DOUBLE_EQ(text.cumulative_logprob(), api::sum_logprobs(last.logprobs));
 }
 
+TEST(JobText, EchoedTextWaitsUntilTheWholePromptIsScored) {
+  const std::vector<int32_t> prompt = tokenizer().encode("The history of", true);
+  const std::vector<int32_t> output = tokenizer().encode(" the city", false);
+  JobText text(tokenizer(), {}, prompt, /*echo=*/true, /*logprobs=*/true);
+  text.push(output);
+  const SpeculationResult result = result_of(output, prompt);
+  const std::vector<TokenLogprob> part(result.prompt_logprobs.begin(), result.prompt_logprobs.end() - 1);
+  const JobText::Piece early = text.take(&result.logprobs, &part);  // prefill not done
+  EXPECT_EQ(early.text, "");
+  EXPECT_TRUE(early.logprobs.empty());
+  const JobText::Piece piece = text.take(&result.logprobs, &result.prompt_logprobs);
+  EXPECT_EQ(piece.text, "The history of the city");
+  EXPECT_EQ(piece.logprobs.size(), prompt.size() + output.size());
+}
+
 TEST(JobText, WithoutLogprobsTextGoesAtOnceWithNoEntries) {
   const std::vector<int32_t> output = tokenizer().encode(" hello there", false);
   JobText text(tokenizer(), {}, {1}, false, /*logprobs=*/false);

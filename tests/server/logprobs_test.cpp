@@ -49,7 +49,10 @@ std::string likeliest(const json& top) {
   std::string best;
   double best_logprob = -1e300;
   for (const auto& [token, logprob] : top.items()) {
-    if (logprob.get<double>() > best_logprob) best = token, best_logprob = logprob.get<double>();
+    if (logprob.get<double>() > best_logprob) {
+      best = token;
+      best_logprob = logprob.get<double>();
+    }
   }
   return best;
 }
@@ -77,7 +80,9 @@ TEST(Logprobs, CompletionHasOneEntryPerTokenWithItsTopAlternatives) {
     EXPECT_EQ(logprobs["text_offset"][i].get<size_t>(), spelled.size());
     spelled += logprobs["tokens"][i].get<std::string>();
   }
-  if (spelled.find("\\x") == std::string::npos) EXPECT_EQ(spelled, choice["text"]);
+  if (spelled.find("\\x") == std::string::npos) {
+    EXPECT_EQ(spelled, choice["text"]);
+  }
 }
 
 TEST(Logprobs, ZeroAlternativesGivesEmptyTopObjects) {
