@@ -42,6 +42,14 @@ class ChatEvents final : public EventFormat {
   chat::ChatChunker chunker_;
 };
 
+// The chat.completion body, with the logprobs when asked for.
+std::string whole_reply(const ChatHeader& header, const FinishedJob& finished,
+                        chat::ToolCallFormat format, bool logprobs) {
+  const api::OrderedJson shown =
+      logprobs ? api::chat_logprobs_json(finished.logprobs) : api::OrderedJson(nullptr);
+  return chat::chat_reply_json(header, finished.text, format, reply_end(finished.end), shown);
+}
+
 }  // namespace
 
 asio::awaitable<void> ApiService::chat(http::Exchange& exchange) {
@@ -94,12 +102,8 @@ asio::awaitable<void> ApiService::chat(http::Exchange& exchange) {
     co_await exchange.respond(error_response(http_request, *end.error));
     co_return;
   }
-  co_await exchange.respond(http::make_response(
-      http_request, bhttp::status::ok,
-      chat::chat_reply_json(header, finished->text, format, reply_end(end),
-                            request.sampling.logprobs >= 0
-                                ? api::chat_logprobs_json(finished->logprobs)
-                                : api::OrderedJson(nullptr))));
+  const std::string reply = whole_reply(header, *finished, format, request.sampling.logprobs >= 0);
+  co_await exchange.respond(http::make_response(http_request, bhttp::status::ok, reply));
 }
 
 }  // namespace tandem

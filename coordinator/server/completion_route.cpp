@@ -225,12 +225,12 @@ asio::awaitable<void> ApiService::complete(http::Exchange& exchange) {
   if (end.error) {
     co_await exchange.respond(error_response(http_request, *end.error));
   } else {
+    api::OrderedJson logprobs;  // null unless asked for
+    if (request.logprobs >= 0) logprobs = api::completion_logprobs_json(finished->logprobs);
     co_await exchange.respond(http::make_response(
         http_request, bhttp::status::ok,
         api::completion_json(id, created, model, finished->text, end.finish_reason, end.usage,
-                             end.speculation,
-                             request.logprobs >= 0 ? api::completion_logprobs_json(finished->logprobs)
-                                          : api::OrderedJson(nullptr))));
+                             end.speculation, logprobs)));
   }
 }
 

@@ -20,14 +20,14 @@ const std::string kPrompt = "The history of the city";
 
 json completion_body(json extra) {
   json body = {{"prompt", kPrompt}, {"max_tokens", 10}, {"temperature", 0}, {"ignore_eos", true}};
-  body.update(extra);
+  if (!extra.is_null()) body.update(extra);  // {} arrives as null
   return body;
 }
 
 json chat_body(json extra) {
   json body = {{"messages", json::array({{{"role", "user"}, {"content", "Tell me about the city"}}})},
                {"max_tokens", 10}, {"temperature", 0}, {"ignore_eos", true}};
-  body.update(extra);
+  if (!extra.is_null()) body.update(extra);  // {} arrives as null
   return body;
 }
 
