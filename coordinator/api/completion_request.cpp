@@ -5,6 +5,7 @@
 
 #include "coordinator/api/choice_fields.h"
 #include "coordinator/api/json_fields.h"
+#include "coordinator/api/logprob_fields.h"
 #include "coordinator/api/processing_fields.h"
 #include "coordinator/config/deployment_config.h"
 
@@ -46,7 +47,13 @@ double read_number_in(const Json& value, std::string_view field, double low, boo
   return number;
 }
 
+// 0 is taken here and refused afterwards unless the request echoes (chat:
+// always; logprob_fields.h).
 void read_max_tokens(const Json& value, const RequestLimits& limits, CompletionRequest& request) {
+  if (is_integral_number(value) && exact_integer(value) == 0) {
+    request.max_tokens = 0;
+    return;
+  }
   request.max_tokens = static_cast<int>(read_integer(value, "max_tokens", 1, limits.max_tokens_limit));
 }
 
@@ -121,16 +128,6 @@ void read_stream_options(const Json& value, const RequestLimits&, CompletionRequ
     if (key != "include_usage") throw unrecognized("stream_options." + key);
     if (!option.is_null()) request.include_usage = read_bool(option, "stream_options.include_usage");
   }
-}
-
-void read_echo(const Json& value, const RequestLimits&, CompletionRequest&) {
-  if (read_bool(value, "echo")) {
-    throw not_supported("echo", "Prepend the prompt to the returned text yourself.");
-  }
-}
-
-void read_logprobs(const Json&, const RequestLimits&, CompletionRequest&) {
-  throw not_supported("logprobs", "Leave it out or set it to null.");
 }
 
 void read_suffix(const Json&, const RequestLimits&, CompletionRequest&) {
@@ -229,7 +226,7 @@ constexpr FieldRule kFields[] = {
     {"n", read_n, true},
     {"best_of", read_best_of},
     {"echo", read_echo},
-    {"logprobs", read_logprobs},
+    {"logprobs", read_completion_logprobs},
     {"presence_penalty", read_presence_penalty, true},
     {"frequency_penalty", read_frequency_penalty, true},
     {"logit_bias", read_logit_bias, true},
@@ -308,6 +305,7 @@ CompletionRequest parse_completion_request(std::string_view body, const RequestL
                           "The 'stream_options' parameter is only allowed when 'stream' is enabled.");
   }
   check_choice_counts(request);
+  check_echo_and_max_tokens(request);
   return request;
 }
 

@@ -2,7 +2,7 @@
 // strictly into a CompletionRequest.
 //
 // Strict means: every field OpenAI defines is either honoured or refused with
-// a 400 naming it (echo, logprobs, suffix are
+// a 400 naming it (suffix is
 // refused rather than silently ignored, since ignoring them would return
 // something other than what the client asked for); unknown fields are refused
 // with OpenAI's own wording. Extensions: `top_k`, `ignore_eos`, `repetition_penalty`,
@@ -82,7 +82,7 @@ struct CompletionRequest {
   // Sequences generated per prompt, of which the n with the highest
   // cumulative logprob are returned; nullopt = n. Completions only.
   std::optional<int> best_of;
-  int max_tokens = 0;                 // in [1, max_tokens_limit]
+  int max_tokens = 0;                 // in [1, max_tokens_limit]; 0 only with echo
   double temperature = 1.0;           // in [0, 2]; 0 = greedy
   double top_p = 1.0;                 // in (0, 1]
   int top_k = 0;                      // >= 0; 0 = off (the body's -1 is read as 0)
@@ -97,6 +97,8 @@ struct CompletionRequest {
   LogitProcessing processing;
   double min_p = 0.0;                 // in [0, 1]; 0 = off
   std::vector<int32_t> stop_token_ids;  // extra ids that end the completion (finish_reason stop)
+  int logprobs = -1;                  // -1: none; N: each token's logprob and top N (logprob_fields.h)
+  bool echo = false;                  // completions: the prompt (and its logprobs) come back first
 };
 
 // Reads a request body. Throws ApiError: 400 naming the field (param) for a

@@ -21,11 +21,12 @@ Json header(std::string_view id, int64_t created_unix, std::string_view model) {
   return body;
 }
 
-Json choice(std::string_view text, std::optional<std::string_view> finish_reason, int index) {
+Json choice(std::string_view text, std::optional<std::string_view> finish_reason, int index,
+            const Json& logprobs) {
   Json one;
   one["text"] = text;
   one["index"] = index;
-  one["logprobs"] = nullptr;
+  one["logprobs"] = logprobs;
   one["finish_reason"] = finish_reason ? Json(*finish_reason) : Json(nullptr);
   return one;
 }
@@ -58,7 +59,8 @@ std::string completion_json(std::string_view id, int64_t created_unix, std::stri
   Json body = header(id, created_unix, model);
   body["choices"] = Json::array();
   for (size_t i = 0; i < choices.size(); ++i)
-    body["choices"].push_back(choice(choices[i].text, choices[i].finish_reason, static_cast<int>(i)));
+    body["choices"].push_back(choice(choices[i].text, choices[i].finish_reason, static_cast<int>(i),
+                                        choices[i].logprobs));
   body["usage"] = usage_object(usage);
   body["speculation"] = speculation_object(speculation);
   return dump(body);
@@ -66,18 +68,19 @@ std::string completion_json(std::string_view id, int64_t created_unix, std::stri
 
 std::string completion_json(std::string_view id, int64_t created_unix, std::string_view model,
                             std::string_view text, std::string_view finish_reason,
-                            const Usage& usage, const SpeculationReport& speculation) {
+                            const Usage& usage, const SpeculationReport& speculation,
+                            const Json& logprobs) {
   return completion_json(id, created_unix, model,
-                         {CompletionChoice{std::string(text), std::string(finish_reason)}}, usage,
-                         speculation);
+                         {CompletionChoice{std::string(text), std::string(finish_reason), logprobs}},
+                         usage, speculation);
 }
 
 std::string chunk_json(std::string_view id, int64_t created_unix, std::string_view model,
                        std::string_view text_delta,
                        std::optional<std::string_view> finish_reason, bool include_usage,
-                       int index) {
+                       int index, const Json& logprobs) {
   Json body = header(id, created_unix, model);
-  body["choices"] = Json::array({choice(text_delta, finish_reason, index)});
+  body["choices"] = Json::array({choice(text_delta, finish_reason, index, logprobs)});
   if (include_usage) body["usage"] = nullptr;
   return dump(body);
 }

@@ -42,10 +42,11 @@ struct Usage {
 struct CompletionChoice {
   std::string text;
   std::string finish_reason;
+  OrderedJson logprobs = nullptr;  // the choice's (token_logprobs.h), null when not asked for
 };
 
 // The non-streamed response: {"id", "object": "text_completion", "created",
-// "model", "choices": [{"text", "index", "logprobs": null, "finish_reason"}],
+// "model", "choices": [{"text", "index", "logprobs", "finish_reason"}],
 // "usage": {prompt_tokens, completion_tokens, total_tokens}, "speculation"}.
 // finish_reason is "stop" (a stop sequence or token) or "length". Each
 // choice's index is its position in `choices`.
@@ -55,16 +56,19 @@ std::string completion_json(std::string_view id, int64_t created_unix, std::stri
 // The same with one choice.
 std::string completion_json(std::string_view id, int64_t created_unix, std::string_view model,
                             std::string_view text, std::string_view finish_reason,
-                            const Usage& usage, const SpeculationReport& speculation);
+                            const Usage& usage, const SpeculationReport& speculation,
+                            const OrderedJson& logprobs = nullptr);
 
 // One streamed chunk: the same shape with the new text, no usage, and
 // finish_reason null until the last chunk. With include_usage (the request's
 // stream_options.include_usage) it carries "usage": null, as OpenAI's do.
-// `index`: the choice it belongs to.
+// `index`: the choice it belongs to; `logprobs`: those of the delta's
+// tokens, null when not asked for.
 std::string chunk_json(std::string_view id, int64_t created_unix, std::string_view model,
                        std::string_view text_delta,
                        std::optional<std::string_view> finish_reason,
-                       bool include_usage = false, int index = 0);
+                       bool include_usage = false, int index = 0,
+                       const OrderedJson& logprobs = nullptr);
 
 // The extra chunk sent before [DONE] when stream_options.include_usage is set:
 // "choices": [] with "usage" and "speculation".

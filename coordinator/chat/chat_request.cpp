@@ -2,6 +2,8 @@
 
 #include <array>
 
+#include "coordinator/api/logprob_fields.h"
+
 namespace tandem::chat {
 namespace {
 
@@ -190,10 +192,7 @@ void read_chat_field(const std::string& key, const Json& value, const OrderedJso
     request.add_generation_prompt = api::read_bool(value, key);
   } else if (key == "continue_final_message") {
     request.continue_final_message = api::read_bool(value, key);
-  } else if (key == "logprobs") {
-    if (api::read_bool(value, key))
-      throw invalid_value(key, "this parameter is not supported by this server. Leave it out or set it to false.");
-  } else if (key == "top_logprobs" || key == "response_format") {
+  } else if (key == "response_format") {
     throw invalid_value(key, "this parameter is not supported by this server. Leave it out or set it to null.");
   }
 }
@@ -237,6 +236,12 @@ ChatRequest parse_chat_request(std::string_view body, const api::RequestLimits& 
   if (const auto it = root.find("max_completion_tokens"); it != root.end() && !it->is_null()) {
     request.sampling.max_tokens = static_cast<int>(it->get<double>());
     request.max_tokens_field = "max_completion_tokens";
+  }
+
+  api::read_chat_logprobs(root, request.sampling);  // logprobs, top_logprobs
+  if (request.sampling.max_tokens == 0) {
+    throw invalid_value("max_tokens", "Expected a value in [1, " +
+                                          std::to_string(limits.max_tokens_limit) + "], but got 0 instead.");
   }
 
   if (request.messages.empty()) {

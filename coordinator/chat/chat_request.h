@@ -6,9 +6,10 @@
 // own: `messages` (checked, then kept as the client sent them, key order
 // included, since the chat template sees them and `tojson` must give the
 // client's order), `tools`, `tool_choice`, `chat_template_kwargs`,
-// `add_generation_prompt`, `continue_final_message` and
-// `max_completion_tokens`. Every bad field is a 400 naming it, down to
-// the element (`messages[2].content[0].type`). Pure functions: thread-safe.
+// `add_generation_prompt`, `continue_final_message`,
+// `max_completion_tokens`, and `logprobs` with `top_logprobs`
+// (logprob_fields.h). Every bad field is a 400 naming it, down to the
+// element (`messages[2].content[0].type`). Pure functions: thread-safe.
 #pragma once
 
 #include <nlohmann/json.hpp>

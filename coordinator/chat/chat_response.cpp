@@ -32,7 +32,8 @@ OrderedJson tool_call_object(const ToolCall& call, const std::string& id, std::o
 }
 
 OrderedJson chat_choice_object(int index, const std::optional<std::string>& content,
-                               const OrderedJson& tool_calls, std::string_view finish_reason) {
+                               const OrderedJson& tool_calls, std::string_view finish_reason,
+                               const OrderedJson& logprobs) {
   OrderedJson message;
   message["role"] = "assistant";
   message["content"] = content ? OrderedJson(*content) : OrderedJson(nullptr);
@@ -40,7 +41,7 @@ OrderedJson chat_choice_object(int index, const std::optional<std::string>& cont
   OrderedJson choice;
   choice["index"] = index;
   choice["message"] = std::move(message);
-  choice["logprobs"] = nullptr;
+  choice["logprobs"] = logprobs;
   choice["finish_reason"] = finish_reason;
   return choice;
 }
@@ -56,19 +57,20 @@ std::string chat_completion_json(const ChatHeader& header, OrderedJson choices,
 
 std::string chat_completion_json(const ChatHeader& header, const std::optional<std::string>& content,
                                  const OrderedJson& tool_calls, std::string_view finish_reason,
-                                 const api::Usage& usage, const api::SpeculationReport& speculation) {
+                                 const api::Usage& usage, const api::SpeculationReport& speculation,
+                                 const OrderedJson& logprobs) {
   return chat_completion_json(
-      header, OrderedJson::array({chat_choice_object(0, content, tool_calls, finish_reason)}), usage,
-      speculation);
+      header, OrderedJson::array({chat_choice_object(0, content, tool_calls, finish_reason, logprobs)}),
+      usage, speculation);
 }
 
 std::string chat_chunk_json(const ChatHeader& header, const OrderedJson& delta,
                             std::optional<std::string_view> finish_reason, bool include_usage,
-                            int index) {
+                            int index, const OrderedJson& logprobs) {
   OrderedJson choice;
   choice["index"] = index;
   choice["delta"] = delta.is_null() ? OrderedJson::object() : delta;
-  choice["logprobs"] = nullptr;
+  choice["logprobs"] = logprobs;
   choice["finish_reason"] = finish_reason ? OrderedJson(*finish_reason) : OrderedJson(nullptr);
   OrderedJson body = header_object(header, "chat.completion.chunk");
   body["choices"] = OrderedJson::array({std::move(choice)});

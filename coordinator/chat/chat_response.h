@@ -31,24 +31,27 @@ api::OrderedJson tool_call_object(const ToolCall& call, const std::string& id,
 
 // {"id", "object": "chat.completion", "created", "model", "choices": [{"index": 0,
 // "message": {"role": "assistant", "content": string|null[, "tool_calls"]},
-// "logprobs": null, "finish_reason"}], "usage", "speculation"}. `content` is
-// null when absent (a reply of tool calls only).
+// "logprobs", "finish_reason"}], "usage", "speculation"}. `content` is
+// null when absent (a reply of tool calls only). `logprobs`: the choice's
+// (api/token_logprobs.h), null when not asked for.
 std::string chat_completion_json(const ChatHeader& header, const std::optional<std::string>& content,
                                  const api::OrderedJson& tool_calls, std::string_view finish_reason,
-                                 const api::Usage& usage, const api::SpeculationReport& speculation);
+                                 const api::Usage& usage, const api::SpeculationReport& speculation,
+                                 const api::OrderedJson& logprobs = nullptr);
 
-// One choice of a chat.completion: {"index", "message", "logprobs": null, "finish_reason"}.
+// One choice of a chat.completion: {"index", "message", "logprobs", "finish_reason"}.
 api::OrderedJson chat_choice_object(int index, const std::optional<std::string>& content,
-                                    const api::OrderedJson& tool_calls, std::string_view finish_reason);
+                                    const api::OrderedJson& tool_calls, std::string_view finish_reason,
+                                    const api::OrderedJson& logprobs = nullptr);
 // The chat.completion with these choices (chat_choice_object's).
 std::string chat_completion_json(const ChatHeader& header, api::OrderedJson choices,
                                  const api::Usage& usage, const api::SpeculationReport& speculation);
 
-// One chunk: "choices": [{"index", "delta": delta, "logprobs": null,
+// One chunk: "choices": [{"index", "delta": delta, "logprobs": logprobs,
 // "finish_reason": ...}], with "usage": null when include_usage.
 std::string chat_chunk_json(const ChatHeader& header, const api::OrderedJson& delta,
                             std::optional<std::string_view> finish_reason, bool include_usage,
-                            int index = 0);
+                            int index = 0, const api::OrderedJson& logprobs = nullptr);
 
 // The last chunk when include_usage: "choices": [], "usage", "speculation".
 std::string chat_usage_chunk_json(const ChatHeader& header, const api::Usage& usage,

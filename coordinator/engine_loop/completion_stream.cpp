@@ -1,12 +1,16 @@
 #include "coordinator/engine_loop/completion_stream.h"
 
+#include <iterator>
+
 namespace tandem {
 
-void CompletionStream::publish(std::string text) {
-  if (text.empty()) return;
+void CompletionStream::publish(std::string text, std::vector<api::LogprobEntry> logprobs) {
+  if (text.empty() && logprobs.empty()) return;
   {
     std::lock_guard lock(mutex_);
     pending_text_ += text;
+    pending_logprobs_.insert(pending_logprobs_.end(), std::make_move_iterator(logprobs.begin()),
+                             std::make_move_iterator(logprobs.end()));
   }
   wake_();
 }
@@ -25,6 +29,8 @@ CompletionStream::Drained CompletionStream::drain() {
   Drained drained;
   drained.text = std::move(pending_text_);
   pending_text_.clear();
+  drained.logprobs = std::move(pending_logprobs_);
+  pending_logprobs_.clear();
   if (end_) {
     drained.end = std::move(end_);
     end_.reset();

@@ -1,6 +1,7 @@
 // CompletionStream: what the engine thread tells one HTTP request.
 //
-// The engine thread appends text as sessions advance and finishes the stream
+// The engine thread appends text as sessions advance (with the logprobs of
+// the tokens that made it, when the request asked for them) and finishes the stream
 // once; the HTTP side drains it whenever it is woken. Neither side waits for
 // the other: publishing takes a short lock and calls the wake callback (which
 // only posts work to the connection's strand); draining takes the same lock.
@@ -13,9 +14,11 @@
 #include <mutex>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "coordinator/api/api_error.h"
 #include "coordinator/api/completion_response.h"
+#include "coordinator/api/token_logprobs.h"
 
 namespace tandem {
 
@@ -39,14 +42,16 @@ class CompletionStream {
   // it must not block.
   explicit CompletionStream(std::function<void()> wake) : wake_(std::move(wake)) {}
 
-  // Engine side.
-  void publish(std::string text);
+  // Engine side. `logprobs` are those of the tokens whose text this is
+  // (logprob_aligner.h says which).
+  void publish(std::string text, std::vector<api::LogprobEntry> logprobs = {});
   void finish(CompletionEnd end);
 
   // HTTP side: moves out the text published since the last call, and the end
   // once it has come (after all text).
   struct Drained {
     std::string text;
+    std::vector<api::LogprobEntry> logprobs;  // of the tokens of `text`
     std::optional<CompletionEnd> end;
   };
   Drained drain();
@@ -59,6 +64,7 @@ class CompletionStream {
   std::function<void()> wake_;
   std::mutex mutex_;
   std::string pending_text_;
+  std::vector<api::LogprobEntry> pending_logprobs_;
   std::optional<CompletionEnd> end_;
   bool end_taken_ = false;
   std::atomic<bool> cancelled_{false};

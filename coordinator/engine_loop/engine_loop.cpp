@@ -4,7 +4,7 @@
 
 #include "common/error.h"
 #include "common/log_line.h"
-#include "coordinator/api/stop_matcher.h"
+#include "coordinator/engine_loop/job_text.h"
 
 namespace tandem {
 namespace {
@@ -54,20 +54,45 @@ api::ApiError request_error(const Error& error) {
   return reply;
 }
 
+// The logprobs of a running session's output and prompt so far, where the
+// engine gives them before take() (then they stream with their tokens);
+// null where it gives them only in take()'s result (then text that needs
+// them waits for the end).
+template <typename Engine>
+const std::vector<TokenLogprob>* running_output_logprobs(const Engine& engine, SessionKey key) {
+  if constexpr (requires { engine.output_logprobs(key); }) {
+    return &engine.output_logprobs(key);
+  } else {
+    return nullptr;
+  }
+}
+
+template <typename Engine>
+const std::vector<TokenLogprob>* running_prompt_logprobs(const Engine& engine, SessionKey key) {
+  if constexpr (requires { engine.prompt_logprobs(key); }) {
+    return &engine.prompt_logprobs(key);
+  } else {
+    return nullptr;
+  }
+}
+
 }  // namespace
 
 // A job the engine is working on, with its text state.
 struct EngineLoop::Active {
   CompletionJob job;
-  StreamingDecoder decoder;
-  api::StopMatcher stops;
-  size_t tokens_sent = 0;  // engine output tokens already turned into text
+  JobText text;
   // When the first engine step it was part of began (the end of its queue time).
   std::optional<SteadyClock::time_point> scheduled;
   std::optional<SteadyClock::time_point> first_token;
 
   Active(CompletionJob j, const Tokenizer& tokenizer)
-      : job(std::move(j)), decoder(tokenizer, /*skip_special=*/true), stops(job.stop_strings) {}
+      : job(std::move(j)),
+        text(tokenizer, job.stop_strings, job.request.prompt, job.echo, job.logprobs) {}
+
+  void publish(JobText::Piece piece) {
+    job.stream->publish(std::move(piece.text), std::move(piece.logprobs));
+  }
 };
 
 EngineLoop::EngineLoop(SpeculativeEngine& engine, const PagedKvCache& target_cache,
@@ -248,23 +273,21 @@ void EngineLoop::publish_progress() {
 }
 
 void EngineLoop::publish(SessionKey key, Active& active, SteadyClock::time_point now) {
-  // The text work (which may throw) comes before the engine lets go of the
-  // session, so that a throw leaves it there for publish_progress to end.
+  // The text work may throw (publish_progress then ends this request
+  // alone). Entries that come only with take()'s result are made after it.
   const std::vector<int32_t>& tokens = engine_.output(key);
-  if (tokens.size() > active.tokens_sent && !active.first_token) {
+  if (tokens.size() > active.text.tokens_seen() && !active.first_token) {
     active.first_token = now;
     metrics_.time_to_first_token.observe(seconds_between(active.job.received, now));
   }
-  std::string text;
-  for (size_t i = active.tokens_sent; i < tokens.size(); ++i) text += active.decoder.push(tokens[i]);
-  active.tokens_sent = tokens.size();
-  api::StopMatcher::Result matched = active.stops.push(text);
-  active.job.stream->publish(std::move(matched.emit));
-  if (matched.stopped) {
+  if (active.text.push(tokens)) {
     const SpeculationResult taken = engine_.take(key);
+    active.publish(active.text.take_last(taken));
     end(key, active, taken.stats, "stop");
     return;
   }
+  active.publish(active.text.take(running_output_logprobs(engine_, key),
+                                  running_prompt_logprobs(engine_, key)));
   if (!engine_.finished(key)) return;
   if (engine_.finish_reason(key) == FinishReason::failed) {  // its own fault, found in the step
     const SpeculationResult result = engine_.take(key);
@@ -273,12 +296,10 @@ void EngineLoop::publish(SessionKey key, Active& active, SteadyClock::time_point
                      : api::internal("the engine ended this request with no reason"));
     return;
   }
-  api::StopMatcher::Result last = active.stops.push(active.decoder.flush());
-  std::string tail = std::move(last.emit);
-  if (!last.stopped) tail += active.stops.flush();
+  const bool stopped = active.text.finish();
   const SpeculationResult result = engine_.take(key);
-  active.job.stream->publish(std::move(tail));
-  end(key, active, result.stats, last.stopped ? "stop" : finish_reason_text(result.finish));
+  active.publish(active.text.take_last(result));
+  end(key, active, result.stats, stopped ? "stop" : finish_reason_text(result.finish));
 }
 
 void EngineLoop::end(SessionKey key, Active& active, const SpeculationStats& stats,
@@ -288,7 +309,8 @@ void EngineLoop::end(SessionKey key, Active& active, const SpeculationStats& sta
   end.finish_reason = finish_reason;
   end.error = std::move(error);
   end.usage.prompt_tokens = static_cast<int>(active.job.request.prompt.size());
-  end.usage.completion_tokens = static_cast<int>(active.tokens_sent);
+  end.usage.completion_tokens = static_cast<int>(active.text.tokens_seen());
+  if (active.job.logprobs) end.cumulative_logprob = active.text.cumulative_logprob();
   end.speculation.target_steps = stats.target_steps;
   end.speculation.draft_tokens = stats.draft_tokens;
   end.speculation.accepted_tokens = stats.accepted_tokens;
@@ -305,9 +327,10 @@ void EngineLoop::end(SessionKey key, Active& active, const SpeculationStats& sta
   metrics_.generation_tokens.inc(end.usage.completion_tokens);
   metrics_.request_success(finish_reason).inc();
   metrics_.e2e_request_latency.observe(seconds_between(active.job.received, now));
-  if (active.first_token && active.tokens_sent > 1)
+  const size_t tokens = active.text.tokens_seen();
+  if (active.first_token && tokens > 1)
     metrics_.time_per_output_token.observe(seconds_between(*active.first_token, now) /
-                                                   static_cast<double>(active.tokens_sent - 1));
+                                                   static_cast<double>(tokens - 1));
   observe_phases(active, now);
   metrics_.request_prompt_tokens.observe(end.usage.prompt_tokens);
   metrics_.request_generation_tokens.observe(end.usage.completion_tokens);

@@ -10,7 +10,8 @@
 // whose deadline passed, run one engine step for every session at once
 // (continuous batching: sessions join and leave between steps), turn new
 // tokens into text (stop strings applied here, on text), publish it to each
-// job's CompletionStream, and update the metrics. When nothing is running it
+// job's CompletionStream (with the tokens' logprobs when asked: job_text.h),
+// and update the metrics. When nothing is running it
 // sleeps until a job arrives.
 //
 // Failures are attributed: what belongs to one request (a value the engine
@@ -48,6 +49,8 @@ using SteadyClock = std::chrono::steady_clock;
 struct CompletionJob {
   SpeculationRequest request;             // prompt ids, sampling, stop ids, γ, drafter
   std::vector<std::string> stop_strings;  // matched on text; never emitted
+  bool logprobs = false;  // publish the tokens' logprob entries with their text (job_text.h)
+  bool echo = false;      // publish the prompt (and its entries) first
   std::string gamma_policy;               // as reported: "auto", "4", "off"
   SteadyClock::time_point received;
   SteadyClock::time_point deadline;

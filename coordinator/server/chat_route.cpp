@@ -28,13 +28,16 @@ chat::ReplyEnd reply_end(const CompletionEnd& end) {
 // calls), one usage chunk for all.
 class ChatEvents final : public EventFormat {
  public:
-  ChatEvents(const ChatHeader& header, chat::ToolCallFormat format, bool include_usage, int choices)
+  ChatEvents(const ChatHeader& header, chat::ToolCallFormat format, bool include_usage, int choices,
+             bool logprobs)
       : header_(header), include_usage_(include_usage) {
-    for (int i = 0; i < choices; ++i) chunkers_.emplace_back(header, format, include_usage, i);
+    for (int i = 0; i < choices; ++i)
+      chunkers_.emplace_back(header, format, include_usage, i, logprobs);
   }
   std::vector<std::string> opening(int index) override { return chunker(index).opening(); }
-  std::vector<std::string> text(int index, const std::string& piece) override {
-    return chunker(index).text(piece);
+  std::vector<std::string> text(int index, const std::string& piece,
+                                std::vector<api::LogprobEntry> logprobs) override {
+    return chunker(index).text(piece, std::move(logprobs));
   }
   std::vector<std::string> finish(int index, const CompletionEnd& end) override {
     return chunker(index).finish(reply_end(end));
@@ -94,7 +97,8 @@ asio::awaitable<void> ApiService::chat(http::Exchange& exchange) {
                                           ? chat::ToolCallFormat::none
                                           : chat_template_->tool_call_format();
   if (request.sampling.stream) {
-    ChatEvents events(header, format, request.sampling.include_usage, request.sampling.n);
+    ChatEvents events(header, format, request.sampling.include_usage, request.sampling.n,
+                      request.sampling.logprobs >= 0);
     co_await stream_jobs(exchange, *running, events);
     co_return;
   }
@@ -107,7 +111,11 @@ asio::awaitable<void> ApiService::chat(http::Exchange& exchange) {
   api::OrderedJson choices = api::OrderedJson::array();
   for (size_t i = 0; i < collected->jobs.size(); ++i) {
     const FinishedJob& job = collected->jobs[i];
-    choices.push_back(chat::chat_reply_choice(job.text, format, job.end.finish_reason, static_cast<int>(i)));
+    const api::OrderedJson logprobs = request.sampling.logprobs >= 0
+                                          ? api::chat_logprobs_json(job.logprobs)
+                                          : api::OrderedJson(nullptr);
+    choices.push_back(
+        chat::chat_reply_choice(job.text, format, job.end.finish_reason, static_cast<int>(i), logprobs));
   }
   // One prompt: its tokens counted once, however many choices.
   const RequestTotals totals = request_totals(collected->jobs, static_cast<int>(collected->jobs.size()));

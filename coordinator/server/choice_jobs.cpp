@@ -23,7 +23,12 @@ std::vector<CompletionJob> ApiService::choice_jobs(const api::CompletionRequest&
     for (int i = 0; i < per_prompt; ++i) {
       CompletionJob job = first;
       job.request.sampling.seed = api::choice_seed(request.seed, i);
-      if (ranked) job.request.logprobs = std::max(job.request.logprobs, 0);
+      if (ranked) {
+        // Collected for the ranking (CompletionEnd::cumulative_logprob);
+        // the route shows them only when the request asked.
+        job.request.logprobs = std::max(job.request.logprobs, 0);
+        job.logprobs = true;
+      }
       jobs.push_back(std::move(job));
     }
   }

@@ -8,6 +8,7 @@
 #include "common/error.h"
 #include "coordinator/api/choices.h"
 #include "coordinator/api/completion_response.h"
+#include "coordinator/api/token_logprobs.h"
 #include "coordinator/server/api_service.h"
 #include "coordinator/server/job_flow.h"
 
@@ -93,6 +94,16 @@ CompletionJob ApiService::make_job(const api::CompletionRequest& request,
             ", or raise scheduler.kv_blocks");
   }
   engine_request.max_new_tokens = request.max_tokens;
+  job.logprobs = request.logprobs >= 0;
+  job.echo = request.echo;
+  engine_request.logprobs = request.logprobs;
+  engine_request.prompt_logprobs = request.echo && job.logprobs;
+  // max_tokens 0 (echo only) is a prefill that scores the prompt: the engine
+  // takes it as that, whether or not the reply shows the scores.
+  if (request.max_tokens == 0) {
+    engine_request.prompt_logprobs = true;
+    engine_request.logprobs = std::max(engine_request.logprobs, 0);
+  }
   engine_request.sampling.temperature = static_cast<float>(request.temperature);
   engine_request.sampling.top_p = static_cast<float>(request.top_p);
   engine_request.sampling.top_k = request.top_k;
@@ -151,12 +162,16 @@ namespace {
 // The completions stream: text_completion chunks, each naming its choice.
 class CompletionEvents final : public EventFormat {
  public:
-  CompletionEvents(std::string id, int64_t created, std::string model, bool include_usage, int per_prompt)
+  CompletionEvents(std::string id, int64_t created, std::string model, bool include_usage, int per_prompt,
+                   bool logprobs)
       : id_(std::move(id)), created_(created), model_(std::move(model)), include_usage_(include_usage),
-        per_prompt_(per_prompt) {}
+        per_prompt_(per_prompt), logprobs_(logprobs) {}
 
-  std::vector<std::string> text(int index, const std::string& piece) override {
-    return {api::chunk_json(id_, created_, model_, piece, std::nullopt, include_usage_, index)};
+  std::vector<std::string> text(int index, const std::string& piece,
+                                std::vector<api::LogprobEntry> logprobs) override {
+    const api::OrderedJson shown =
+        logprobs_ ? api::completion_logprobs_json(logprobs) : api::OrderedJson(nullptr);
+    return {api::chunk_json(id_, created_, model_, piece, std::nullopt, include_usage_, index, shown)};
   }
   std::vector<std::string> finish(int index, const CompletionEnd& end) override {
     return {api::chunk_json(id_, created_, model_, "", end.finish_reason, include_usage_, index)};
@@ -173,12 +188,14 @@ class CompletionEvents final : public EventFormat {
   std::string model_;
   bool include_usage_;
   int per_prompt_;
+  bool logprobs_;
 };
 
 // The whole response's choices: per prompt, its `per_prompt` sequences, or
 // the n of them best_of ranks highest, best first; index = prompt × n + choice.
+// `show_logprobs`: whether the request asked to see them.
 std::vector<api::CompletionChoice> returned_choices(const std::vector<FinishedJob>& finished,
-                                                    int per_prompt, int n) {
+                                                    int per_prompt, int n, bool show_logprobs) {
   std::vector<api::CompletionChoice> choices;
   for (size_t first = 0; first < finished.size(); first += static_cast<size_t>(per_prompt)) {
     std::vector<int> order(static_cast<size_t>(n));
@@ -190,7 +207,9 @@ std::vector<api::CompletionChoice> returned_choices(const std::vector<FinishedJo
     }
     for (const int i : order) {
       const FinishedJob& job = finished[first + static_cast<size_t>(i)];
-      choices.push_back({job.text, job.end.finish_reason});
+      choices.push_back({job.text, job.end.finish_reason,
+                         show_logprobs ? api::completion_logprobs_json(job.logprobs)
+                                  : api::OrderedJson(nullptr)});
     }
   }
   return choices;
@@ -234,7 +253,8 @@ asio::awaitable<void> ApiService::complete(http::Exchange& exchange) {
   const std::string& model = settings_.served_model_name;
   const int per_prompt = request.best_of.value_or(request.n);
   if (request.stream) {  // best_of = n here (check_choice_counts)
-    CompletionEvents events(id, created, model, request.include_usage, per_prompt);
+    CompletionEvents events(id, created, model, request.include_usage, per_prompt,
+                            request.logprobs >= 0);
     co_await stream_jobs(exchange, *running, events);
     co_return;
   }
@@ -247,7 +267,8 @@ asio::awaitable<void> ApiService::complete(http::Exchange& exchange) {
   const RequestTotals totals = request_totals(collected->jobs, per_prompt);
   co_await exchange.respond(http::make_response(
       http_request, bhttp::status::ok,
-      api::completion_json(id, created, model, returned_choices(collected->jobs, per_prompt, request.n),
+      api::completion_json(id, created, model, returned_choices(collected->jobs, per_prompt, request.n,
+                                                            request.logprobs >= 0),
                            totals.usage, totals.speculation)));
 }
 

@@ -5,6 +5,8 @@
 #include <boost/asio/use_awaitable.hpp>
 
 #include "coordinator/api/choices.h"
+#include <iterator>
+
 #include "coordinator/api/completion_response.h"
 #include "coordinator/server/api_service.h"
 
@@ -106,6 +108,7 @@ asio::awaitable<std::optional<CollectedJobs>> collect_jobs(http::Exchange& excha
                                                            const RunningJobs& jobs) {
   const size_t count = jobs.streams.size();
   std::vector<std::string> texts(count);
+  std::vector<std::vector<api::LogprobEntry>> logprobs(count);
   std::vector<std::optional<CompletionEnd>> ends(count);
   size_t ended = 0;
   while (true) {
@@ -113,6 +116,8 @@ asio::awaitable<std::optional<CollectedJobs>> collect_jobs(http::Exchange& excha
       if (ends[i]) continue;
       CompletionStream::Drained drained = jobs.streams[i]->drain();
       texts[i] += drained.text;
+      logprobs[i].insert(logprobs[i].end(), std::make_move_iterator(drained.logprobs.begin()),
+                         std::make_move_iterator(drained.logprobs.end()));
       if (!drained.end) continue;
       record_job_end(exchange, *drained.end);
       if (drained.end->error) {
@@ -125,7 +130,8 @@ asio::awaitable<std::optional<CollectedJobs>> collect_jobs(http::Exchange& excha
     if (ended == count) {
       CollectedJobs collected;
       for (size_t i = 0; i < count; ++i)
-        collected.jobs.push_back(FinishedJob{std::move(texts[i]), std::move(*ends[i])});
+        collected.jobs.push_back(
+            FinishedJob{std::move(texts[i]), std::move(logprobs[i]), std::move(*ends[i])});
       co_return collected;
     }
     if (exchange.peer_closed()) {
@@ -149,7 +155,9 @@ asio::awaitable<void> stream_jobs(http::Exchange& exchange, const RunningJobs& j
       if (ends[i]) continue;
       const int index = static_cast<int>(i);
       CompletionStream::Drained drained = jobs.streams[i]->drain();
-      if (!drained.text.empty()) connected = co_await write_events(exchange, format.text(index, drained.text));
+      if (!drained.text.empty() || !drained.logprobs.empty())
+        connected = co_await write_events(
+            exchange, format.text(index, drained.text, std::move(drained.logprobs)));
       if (drained.end) record_job_end(exchange, *drained.end);
       if (!drained.end || !connected) continue;
       if (drained.end->error) {

@@ -39,6 +39,7 @@ boost::asio::awaitable<std::optional<RunningJobs>> submit_jobs(http::Exchange& e
 
 struct FinishedJob {
   std::string text;
+  std::vector<api::LogprobEntry> logprobs;  // when the request asked for them
   CompletionEnd end;
 };
 
@@ -75,8 +76,10 @@ class EventFormat {
   virtual ~EventFormat() = default;
   // Before any text (chat: the assistant's role), per choice.
   virtual std::vector<std::string> opening(int /*index*/) { return {}; }
-  // For text as it arrives (possibly none, when it is held back).
-  virtual std::vector<std::string> text(int index, const std::string& piece) = 0;
+  // For text as it arrives, with the logprob entries of its tokens (either
+  // may be empty; the events may be none, when the format holds text back).
+  virtual std::vector<std::string> text(int index, const std::string& piece,
+                                        std::vector<api::LogprobEntry> logprobs) = 0;
   // After a choice's last text, for an end without error: its finish.
   virtual std::vector<std::string> finish(int index, const CompletionEnd& end) = 0;
   // After every choice has finished: the usage chunk, when asked for.

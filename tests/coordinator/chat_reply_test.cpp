@@ -149,3 +149,58 @@ TEST(ChatChunker, EachChoiceOfSeveralHasItsIndexAndOwnCalls) {
 
 }  // namespace
 }  // namespace tandem::chat
+
+namespace tandem::chat {
+namespace {
+
+api::LogprobEntry entry_of(const std::string& token, double logprob) {
+  api::LogprobEntry entry;
+  entry.token = token;
+  entry.logprob = logprob;
+  return entry;
+}
+
+TEST(ChatChunker, HeldBackTextCarriesItsLogprobsToTheChunkThatLetsItOut) {
+  // "Hi " goes out at once; "<tool_call>..." is held until the call is
+  // complete, so its tokens' entries ride on the tool_calls chunk.
+  ChatChunker chunker(kHeader, ToolCallFormat::hermes, /*include_usage=*/false, /*index=*/0,
+                      /*logprobs=*/true);
+  std::vector<json> chunks;
+  const auto add = [&](const std::vector<std::string>& events) {
+    for (const std::string& event : events) chunks.push_back(json::parse(event));
+  };
+  add(chunker.opening());
+  add(chunker.text("Hi ", {entry_of("Hi", -0.1), entry_of(" ", -0.2)}));
+  add(chunker.text("<tool_call>\n{\"name\": \"f\", ", {entry_of("<tool_call>", -0.3)}));
+  add(chunker.text("\"arguments\": {}}\n</tool_call>", {entry_of("</tool_call>", -0.4)}));
+  add(chunker.end(stop_end()));
+  std::vector<std::string> tokens;
+  for (const json& chunk : chunks) {
+    const json& logprobs = chunk["choices"][0]["logprobs"];
+    ASSERT_TRUE(logprobs.is_object()) << chunk;
+    EXPECT_TRUE(logprobs["refusal"].is_null());
+    for (const json& entry : logprobs["content"]) tokens.push_back(entry["token"]);
+  }
+  EXPECT_EQ(tokens, (std::vector<std::string>{"Hi", " ", "<tool_call>", "</tool_call>"}));
+  // The content chunk carries the entries of its text; the call chunk the rest.
+  ASSERT_GE(chunks.size(), 4u);
+  EXPECT_EQ(chunks[1]["choices"][0]["delta"]["content"], "Hi");
+  EXPECT_EQ(chunks[1]["choices"][0]["logprobs"]["content"].size(), 2u);
+}
+
+TEST(ChatChunker, WithoutLogprobsChunksSayNull) {
+  ChatChunker chunker(kHeader, ToolCallFormat::none, false);
+  for (const std::string& event : chunker.text("Hello", {})) {
+    EXPECT_TRUE(json::parse(event)["choices"][0]["logprobs"].is_null());
+  }
+}
+
+TEST(ChatReply, WholeReplyCarriesTheGivenLogprobs) {
+  const api::OrderedJson logprobs = api::chat_logprobs_json({entry_of("Hello", -0.5)});
+  const json reply = json::parse(chat_reply_json(kHeader, "Hello", ToolCallFormat::none, stop_end(), logprobs));
+  EXPECT_EQ(reply["choices"][0]["logprobs"]["content"][0]["token"], "Hello");
+  EXPECT_EQ(reply["choices"][0]["logprobs"]["content"][0]["bytes"], json({72, 101, 108, 108, 111}));
+}
+
+}  // namespace
+}  // namespace tandem::chat

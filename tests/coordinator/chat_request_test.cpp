@@ -114,11 +114,24 @@ TEST(ChatRequest, SharedFieldsAreRefusedWithTheirParam) {
   expect_refused(head + R"("prompt": "x"})", "prompt", "Unrecognized request argument");
   expect_refused(head + R"("echo": true})", "echo", "Unrecognized request argument");
   expect_refused(head + R"("nonsense": 1})", "nonsense", "Unrecognized request argument");
-  expect_refused(head + R"("logprobs": true})", "logprobs");
-  expect_refused(head + R"("top_logprobs": 2})", "top_logprobs");
+  expect_refused(head + R"("logprobs": "yes"})", "logprobs");
+  expect_refused(head + R"("top_logprobs": 2})", "top_logprobs", "logprobs: true");
+  expect_refused(head + R"("logprobs": false, "top_logprobs": 2})", "top_logprobs", "logprobs: true");
+  expect_refused(head + R"("logprobs": true, "top_logprobs": 21})", "top_logprobs", "[0, 20]");
+  expect_refused(head + R"("logprobs": true, "top_logprobs": -1})", "top_logprobs", "[0, 20]");
   expect_refused(head + R"("response_format": {"type": "json_object"}})", "response_format");
   EXPECT_EQ(rejection(head + R"("model": "gpt-4"})").status, 404);
   EXPECT_NO_THROW(parse(head + R"("logprobs": false, "parallel_tool_calls": true})"));
+}
+
+TEST(ChatRequest, LogprobsTrueAsksForTopLogprobsAlternatives) {
+  const std::string head = std::string("{") + kHello + ", ";
+  EXPECT_EQ(parse(head + R"("logprobs": true})").sampling.logprobs, 0);
+  EXPECT_EQ(parse(head + R"("logprobs": true, "top_logprobs": 20})").sampling.logprobs, 20);
+  EXPECT_EQ(parse(head + R"("top_logprobs": 3, "logprobs": true})").sampling.logprobs, 3);
+  EXPECT_EQ(parse(head + R"("logprobs": false})").sampling.logprobs, -1);
+  EXPECT_EQ(parse(head + R"("logprobs": null, "top_logprobs": null})").sampling.logprobs, -1);
+  EXPECT_EQ(parse(std::string("{") + kHello + "}").sampling.logprobs, -1);
 }
 
 TEST(ChatRequest, MessagesAreRequiredAndChecked) {

@@ -124,6 +124,13 @@ TEST(CompletionRequest, AcceptsEveryFieldInItsValidForms) {
       {R"({"prompt": ["Only one"]})", [](auto& r) { EXPECT_EQ(std::get<std::string>(r.prompts.at(0)), "Only one"); }},
       {R"({"prompt": [[5, 6]]})", [](auto& r) { EXPECT_EQ(std::get<Ids>(r.prompts.at(0)), (Ids{5, 6})); }},
       {with_prompt(R"("max_tokens": 1)"), [](auto& r) { EXPECT_EQ(r.max_tokens, 1); }},
+      {with_prompt(R"("max_tokens": 0, "echo": true)"),
+       [](auto& r) { EXPECT_EQ(r.max_tokens, 0); EXPECT_TRUE(r.echo); }},
+      {with_prompt(R"("echo": true, "logprobs": 0)"),
+       [](auto& r) { EXPECT_TRUE(r.echo); EXPECT_EQ(r.logprobs, 0); }},
+      {with_prompt(R"("logprobs": 20)"), [](auto& r) { EXPECT_EQ(r.logprobs, 20); EXPECT_FALSE(r.echo); }},
+      {with_prompt(R"("logprobs": null, "echo": null)"),
+       [](auto& r) { EXPECT_EQ(r.logprobs, -1); EXPECT_FALSE(r.echo); }},
       {with_prompt(R"("max_tokens": 512)"), [](auto& r) { EXPECT_EQ(r.max_tokens, 512); }},
       {with_prompt(R"("max_tokens": 64.0)"), [](auto& r) { EXPECT_EQ(r.max_tokens, 64); }},
       {with_prompt(R"("max_tokens": 1.2e2)"), [](auto& r) { EXPECT_EQ(r.max_tokens, 120); }},
@@ -247,7 +254,8 @@ TEST(CompletionRequest, RefusesBadPromptsNamingThePrompt) {
 
 TEST(CompletionRequest, RefusesBadSamplingFieldsNamingEach) {
   check_rejections({
-      {with_prompt(R"("max_tokens": 0)"), 400, "max_tokens", "[1, 512]"},
+      {with_prompt(R"("max_tokens": 0)"), 400, "max_tokens", "only with echo"},
+      {with_prompt(R"("max_tokens": 0, "echo": false)"), 400, "max_tokens", "only with echo"},
       {with_prompt(R"("max_tokens": -3)"), 400, "max_tokens", "got -3"},
       {with_prompt(R"("max_tokens": 513)"), 400, "max_tokens", "[1, 512]"},
       {with_prompt(R"("max_tokens": 1e20)"), 400, "max_tokens", "[1, 512]"},
@@ -307,11 +315,11 @@ TEST(CompletionRequest, RefusesBadStopAndStreamFields) {
 
 TEST(CompletionRequest, RefusesFeaturesItDoesNotImplementRatherThanIgnoringThem) {
   check_rejections({
-      {with_prompt(R"("echo": true)"), 400, "echo", "not supported"},
       {with_prompt(R"("echo": "no")"), 400, "echo", "expected a boolean"},
-      {with_prompt(R"("logprobs": 0)"), 400, "logprobs", "not supported"},
-      {with_prompt(R"("logprobs": 5)"), 400, "logprobs", "not supported"},
-      {with_prompt(R"("logprobs": false)"), 400, "logprobs", "not supported"},
+      {with_prompt(R"("logprobs": 21)"), 400, "logprobs", "[0, 20]"},
+      {with_prompt(R"("logprobs": -1)"), 400, "logprobs", "[0, 20]"},
+      {with_prompt(R"("logprobs": 2.5)"), 400, "logprobs", "integer"},
+      {with_prompt(R"("logprobs": false)"), 400, "logprobs", "integer"},
       {with_prompt(R"("suffix": "end")"), 400, "suffix", "not supported"},
       {with_prompt(R"("suffix": "")"), 400, "suffix", "not supported"},
       {with_prompt(R"("user": 5)"), 400, "user", "expected a string"},
