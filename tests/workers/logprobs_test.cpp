@@ -255,3 +255,42 @@ TEST_F(TinyLogprobs, RefusesWhatItCannotScore) {
 
 }  // namespace
 }  // namespace tandem
+
+namespace tandem {
+namespace {
+
+// Logit processing (penalties) and logprobs together: a greedy token is the
+// argmax of its processed row, so it must head its own top list, and the
+// scores must be those of the processed rows with speculation on and off
+// alike (scoring the raw rows would put another token first wherever a
+// penalty changed the choice).
+TEST_F(TinyLogprobs, GreedyScoresAreThoseOfTheProcessedRows) {
+  std::vector<SpeculationRequest> requests, plain_requests;
+  for (size_t i = 0; i < 4; ++i) {
+    SpeculationRequest r = request(i, {.temperature = 0.0f});
+    plain_requests.push_back(r);
+    r.processing.presence_penalty = 1.5f;
+    r.processing.frequency_penalty = 0.5f;
+    r.processing.repetition_penalty = 1.3f;
+    requests.push_back(r);
+  }
+  const auto unprocessed = run(plain_requests, false, ample);
+  const auto on = run(requests, true, ample);
+  const auto off = run(requests, false, ample);
+  int changed = 0;
+  for (size_t i = 0; i < requests.size(); ++i) {
+    const std::string name = "session " + std::to_string(i);
+    ASSERT_EQ(on[i].tokens, off[i].tokens) << name;
+    expect_same_scores(on[i].logprobs, off[i].logprobs, kTolerance, name);
+    ASSERT_EQ(on[i].logprobs.size(), on[i].tokens.size()) << name;
+    for (size_t j = 0; j < on[i].tokens.size(); ++j) {
+      ASSERT_FALSE(on[i].logprobs[j].top.empty()) << name;
+      EXPECT_EQ(on[i].logprobs[j].top.front().first, on[i].tokens[j]) << name << " token " << j;
+    }
+    if (on[i].tokens != unprocessed[i].tokens) ++changed;
+  }
+  EXPECT_GT(changed, 0) << "the penalties changed no output: the test checks nothing";
+}
+
+}  // namespace
+}  // namespace tandem
