@@ -96,7 +96,10 @@ TEST(DashboardMetrics, KvCacheUsageIsAFractionThatReturnsToIdle) {
         << model;
   HttpClient streaming(server.port());
   const std::string body =
-      R"({"prompt": "The", "max_tokens": 200, "temperature": 0, "stream": true, "ignore_eos": true})";
+      R"({"prompt": "The", "max_tokens": 200, "temperature": 0, "stream": true, "ignore_eos": true,)"
+      // A fixed γ: with γ auto a loaded machine may decode plainly, and the
+      // draft's cache would then hold nothing to measure.
+      R"( "speculation": {"gamma": 4}})";
   streaming.write_raw("POST /v1/completions HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"
                       "Content-Length: " + std::to_string(body.size()) + "\r\n\r\n" + body);
   streaming.read_until("data: ");  // its KV blocks are in use once text arrives
