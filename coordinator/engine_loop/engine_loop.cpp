@@ -54,28 +54,6 @@ api::ApiError request_error(const Error& error) {
   return reply;
 }
 
-// The logprobs of a running session's output and prompt so far, where the
-// engine gives them before take() (then they stream with their tokens);
-// null where it gives them only in take()'s result (then text that needs
-// them waits for the end).
-template <typename Engine>
-const std::vector<TokenLogprob>* running_output_logprobs(const Engine& engine, SessionKey key) {
-  if constexpr (requires { engine.output_logprobs(key); }) {
-    return &engine.output_logprobs(key);
-  } else {
-    return nullptr;
-  }
-}
-
-template <typename Engine>
-const std::vector<TokenLogprob>* running_prompt_logprobs(const Engine& engine, SessionKey key) {
-  if constexpr (requires { engine.prompt_logprobs(key); }) {
-    return &engine.prompt_logprobs(key);
-  } else {
-    return nullptr;
-  }
-}
-
 }  // namespace
 
 // A job the engine is working on, with its text state.
@@ -286,8 +264,8 @@ void EngineLoop::publish(SessionKey key, Active& active, SteadyClock::time_point
     end(key, active, taken.stats, "stop");
     return;
   }
-  active.publish(active.text.take(running_output_logprobs(engine_, key),
-                                  running_prompt_logprobs(engine_, key)));
+  // The scores so far, so that text streams with its tokens' logprobs.
+  active.publish(active.text.take(&engine_.output_logprobs(key), &engine_.prompt_logprobs(key)));
   if (!engine_.finished(key)) return;
   if (engine_.finish_reason(key) == FinishReason::failed) {  // its own fault, found in the step
     const SpeculationResult result = engine_.take(key);
