@@ -38,6 +38,14 @@ bool eventually(const std::function<bool()>& done) {
   return false;
 }
 
+// Choices are compared with the same request sent alone: on CUDA that holds
+// only with the batch-invariant kernels (n sequences prefill more rows).
+TinyDeployment invariant() {
+  TinyDeployment deployment;
+  deployment.batch_invariant = true;
+  return deployment;
+}
+
 bool kv_blocks_all_free(const TestServer& server) {
   return server.metric("tandem_kv_cache_blocks_used{model=\"target\"}") == 0 &&
          server.metric("tandem_kv_cache_blocks_used{model=\"draft\"}") == 0;
@@ -50,7 +58,7 @@ json sampled(int n) {
 }
 
 TEST(Choices, SeededNReplaysDiffersPerChoiceAndChoiceZeroIsTheSingleRequest) {
-  TestServer server;
+  TestServer server(invariant());
   const json first = server.complete(sampled(4));
   const json again = server.complete(sampled(4));
   const std::vector<std::string> texts = texts_of(first);
@@ -93,7 +101,7 @@ TEST(Choices, NSequencesFreeAllTheirKvBlocksWhetherTheyFinishOrTheClientLeaves) 
 }
 
 TEST(Choices, APromptBatchAnswersInOrderEachChoiceAsItsSingleRequest) {
-  TestServer server;
+  TestServer server(invariant());
   const Tokenizer tokenizer = Tokenizer::load(std::string(TANDEM_SOURCE_DIR) + "/models/tiny/target");
   const json prompts = json::array({"The old man", tokenizer.encode("She said that", true), "It was a long"});
   const json batch = server.complete({{"prompt", prompts}, {"n", 2}, {"max_tokens", 12}, {"temperature", 0}});
@@ -102,7 +110,7 @@ TEST(Choices, APromptBatchAnswersInOrderEachChoiceAsItsSingleRequest) {
   int prompt_tokens = 0, completion_tokens = 0;
   for (size_t p = 0; p < prompts.size(); ++p) {
     const json single = server.complete({{"prompt", prompts[p]}, {"max_tokens", 12}, {"temperature", 0}});
-    for (size_t i = 0; i < 2; ++i) EXPECT_EQ(texts[p * 2 + i], single["choices"][0]["text"]) << p << "," << i;
+    for (size_t i = 0; i < 2; ++i) EXPECT_EQ(texts[p * 2 + i], single["choices"][0]["text"].get<std::string>()) << p << "," << i;
     prompt_tokens += single["usage"]["prompt_tokens"].get<int>();
     completion_tokens += 2 * single["usage"]["completion_tokens"].get<int>();
   }
@@ -144,7 +152,7 @@ StreamedChoices stream(const TestServer& server, const std::string& path, json b
 }
 
 TEST(Choices, StreamingWithNGivesEveryIndexItsTextAndOneFinish) {
-  TestServer server;
+  TestServer server(invariant());
   json body = sampled(3);
   body["prompt"] = json::array({"When the war ended", "The old man"});  // indexes 0..5
   const json whole = server.complete(body);
@@ -152,16 +160,16 @@ TEST(Choices, StreamingWithNGivesEveryIndexItsTextAndOneFinish) {
   ASSERT_EQ(whole["choices"].size(), 6u);
   ASSERT_EQ(streamed.text.size(), 6u);
   for (int i = 0; i < 6; ++i) {
-    EXPECT_EQ(streamed.text.at(i), whole["choices"][i]["text"]) << i;
+    EXPECT_EQ(streamed.text.at(i), whole["choices"][i]["text"].get<std::string>()) << i;
     ASSERT_EQ(streamed.finishes.count(i), 1u) << i;
     ASSERT_EQ(streamed.finishes.at(i).size(), 1u) << i;
-    EXPECT_EQ(streamed.finishes.at(i)[0], whole["choices"][i]["finish_reason"]) << i;
+    EXPECT_EQ(streamed.finishes.at(i)[0], whole["choices"][i]["finish_reason"].get<std::string>()) << i;
   }
   EXPECT_EQ(streamed.usage, whole["usage"]);
 }
 
 TEST(Choices, ChatNGivesEachChoiceItsOwnMessageWholeOrStreamed) {
-  TestServer server;
+  TestServer server(invariant());
   json body = {{"messages", json::array({{{"role", "user"}, {"content", "Tell me about the old city."}}})},
                {"max_tokens", 16}, {"temperature", 1.0}, {"seed", 5}, {"ignore_eos", true},
                {"speculation", {{"gamma", 4}}}};
@@ -180,7 +188,7 @@ TEST(Choices, ChatNGivesEachChoiceItsOwnMessageWholeOrStreamed) {
   EXPECT_EQ(whole["usage"]["prompt_tokens"], single["usage"]["prompt_tokens"]);
   const StreamedChoices streamed = stream(server, "/v1/chat/completions", body, "content");
   for (int i = 0; i < 3; ++i) {
-    EXPECT_EQ(streamed.text.at(i), whole["choices"][i]["message"]["content"]) << i;
+    EXPECT_EQ(streamed.text.at(i), whole["choices"][i]["message"]["content"].get<std::string>()) << i;
     EXPECT_EQ(streamed.finishes.at(i), std::vector<std::string>{"length"}) << i;
   }
   EXPECT_EQ(streamed.usage, whole["usage"]);
@@ -217,7 +225,7 @@ TEST(Choices, AnErrorInOneSequenceIsTheRequestsAnswer) {
 }
 
 TEST(Choices, BestOfGeneratesBestOfSequencesAndReturnsNOfThem) {
-  TestServer server;
+  TestServer server(invariant());
   const std::vector<std::string> four = texts_of(server.complete(sampled(4)));
   json body = sampled(2);
   body["best_of"] = 4;
@@ -236,7 +244,7 @@ TEST(Choices, BestOfGeneratesBestOfSequencesAndReturnsNOfThem) {
 // best_of returns, of the best_of sequences the same seed gives, the n with
 // the highest cumulative logprob.
 TEST(Choices, BestOfReturnsTheMostLikelySequences) {
-  TestServer server;
+  TestServer server(invariant());
   json all = sampled(4);
   all["logprobs"] = 0;
   const json four = server.complete(all);

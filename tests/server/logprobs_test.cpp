@@ -75,7 +75,7 @@ TEST(Logprobs, CompletionHasOneEntryPerTokenWithItsTopAlternatives) {
     const json& top = logprobs["top_logprobs"][i];
     EXPECT_EQ(top.size(), 3u);
     // Greedy: the token taken is the likeliest, and its logprob is the top one.
-    EXPECT_EQ(likeliest(top), logprobs["tokens"][i]);
+    EXPECT_EQ(likeliest(top), logprobs["tokens"][i].get<std::string>());
     EXPECT_DOUBLE_EQ(top[logprobs["tokens"][i].get<std::string>()].get<double>(), logprob);
     EXPECT_EQ(logprobs["text_offset"][i].get<size_t>(), spelled.size());
     // A special token (ignore_eos lets end-of-sequence come mid-output) has
@@ -85,7 +85,7 @@ TEST(Logprobs, CompletionHasOneEntryPerTokenWithItsTopAlternatives) {
     if (!special) spelled += token;
   }
   if (spelled.find("\\x") == std::string::npos) {
-    EXPECT_EQ(spelled, choice["text"]);
+    EXPECT_EQ(spelled, choice["text"].get<std::string>());
   }
 }
 
@@ -167,7 +167,7 @@ TEST(Logprobs, StreamedCompletionChunksAddUpToTheWholeResponse) {
         for (const json& item : choice["logprobs"][key]) list.push_back(item);
       }
     }
-    EXPECT_EQ(text, whole["text"]) << extra;
+    EXPECT_EQ(text, whole["text"].get<std::string>()) << extra;
     EXPECT_EQ(merged, whole["logprobs"]) << extra;
   }
 }
@@ -207,7 +207,7 @@ TEST(Logprobs, StreamedChatChunksAddUpToTheWholeResponse) {
     ASSERT_TRUE(choice["logprobs"].is_object()) << chunk;
     for (const json& entry : choice["logprobs"]["content"]) content.push_back(entry);
   }
-  EXPECT_EQ(text, whole["message"]["content"]);
+  EXPECT_EQ(text, whole["message"]["content"].get<std::string>());
   EXPECT_EQ(content, whole["logprobs"]["content"]);
 }
 

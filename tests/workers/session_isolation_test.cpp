@@ -39,16 +39,20 @@ ModelConfig config_of(int hidden, int layers) {
 
 // Rows of the embedding of `poison` (a token id) come out NaN: everything
 // the model computes from that position on, for that sequence alone, is
-// NaN too (attention reads only a sequence's own positions).
+// NaN too (attention reads only a sequence's own positions). It also
+// records every token id the model embedded: drafts the target rejected
+// pass through it too, so a poison must be none of them.
 class PoisonBackend final : public test_support::ForwardingBackend {
  public:
   PoisonBackend(Backend& inner, int hidden) : ForwardingBackend(inner), hidden_(hidden) {}
   int32_t poison = -1;
+  std::set<int32_t> embedded;
 
   void embedding(std::span<const int32_t> token_ids, WeightView table, int C,
                  float* out) override {
     ForwardingBackend::embedding(token_ids, table, C, out);
     if (C != hidden_) return;  // the op doubles as a row gather of logits and q rows
+    embedded.insert(token_ids.begin(), token_ids.end());
     const std::vector<float> nan_row(static_cast<size_t>(C),
                                      std::numeric_limits<float>::quiet_NaN());
     for (size_t t = 0; t < token_ids.size(); ++t)
@@ -99,9 +103,12 @@ class SessionIsolation : public ::testing::TestWithParam<BackendKind> {
     return results;
   }
 
-  // A token id in no request's prompt and no output alone.
+  // A token id that neither model embedded in the runs alone: in no
+  // prompt, no output, and no draft, accepted or not. (On CUDA a draft the
+  // CPU never proposes can be; a poisoned draft ends its session.)
   int32_t unused_token() const {
-    std::set<int32_t> used;
+    std::set<int32_t> used = target_backend->embedded;
+    used.insert(draft_backend->embedded.begin(), draft_backend->embedded.end());
     for (int i = 0; i < kSessions; ++i) {
       used.insert(requests[i].prompt.begin(), requests[i].prompt.end());
       used.insert(alone[i].tokens.begin(), alone[i].tokens.end());
