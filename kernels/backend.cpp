@@ -1,9 +1,11 @@
 #include "kernels/backend.h"
 
+#include <algorithm>
 #include <utility>
 #include <vector>
 
 #include "common/error.h"
+#include "kernels/cpu/sampling.h"
 #ifdef TANDEM_HAVE_CUDA
 #include "kernels/cuda/cuda_backend.h"
 #endif
@@ -43,6 +45,13 @@ void Backend::copy_from(Backend& source, const float* from, size_t n, float* to)
   std::vector<float> staged(n);
   source.download(from, staged);
   upload(staged, to);
+}
+
+void Backend::sample_gumbel(const float* probs, int rows, int V, std::span<const NoiseKey> keys,
+                            int32_t* out) {
+  std::vector<float> host(static_cast<size_t>(std::max(rows, 0)) * static_cast<size_t>(std::max(V, 0)));
+  if (!host.empty()) download(probs, host);
+  cpu::sample_gumbel(host.data(), rows, V, keys, out);
 }
 
 std::unique_ptr<Backend> make_backend(BackendKind kind, int device, Dtype weight_dtype) {

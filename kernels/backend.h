@@ -28,6 +28,7 @@
 #include <string>
 
 #include "kernels/dtype.h"
+#include "kernels/philox.h"
 #include "kernels/sampling_params.h"
 #include "kernels/verify_types.h"
 
@@ -232,6 +233,13 @@ class Backend {
   // (rows, host) in [0, 1): cpu::sample_row's definition. out (rows): host.
   virtual void sample(const float* probs, int rows, int V, std::span<const double> uniforms,
                       int32_t* out) = 0;
+
+  // One token per probability row (rows, V) by the Gumbel-max race with the
+  // noise of keys[r] (rows, host): cpu::gumbel_row's definition (the Gumbel
+  // contract in kernels/philox.h). out (rows): host. By default the rows are
+  // downloaded and drawn on the host (kernels/backend.cpp).
+  virtual void sample_gumbel(const float* probs, int rows, int V, std::span<const NoiseKey> keys,
+                             int32_t* out);
 
   // ---- speculative verification (Algorithm 1; see kernels/cpu/verify.h) ---
   // out[b] = (accepted n, new token t) of blocks[b]; beta: empty or Σγ

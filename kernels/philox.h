@@ -14,6 +14,7 @@
 // kernels: TANDEM_HOST_DEVICE marks what runs on both sides.
 #pragma once
 
+#include <cmath>
 #include <cstdint>
 
 #if defined(__CUDACC__)
@@ -79,6 +80,11 @@ enum class RandomPurpose : uint32_t {
   // drawn from p_{n+1} or from the residual norm(max(0, p_{n+1} - q_{n+1})).
   // Plain (non-speculative) decoding uses this purpose for every token too.
   target_sample = 3,
+  // E_v ~ Exp(1): token v's clock in the Gumbel-max race at a position
+  // (Coupling::gumbel, kernels/sampling_params.h). The fourth counter word is
+  // v, so every token has its own clock; the draft and the target read the
+  // same clocks, which is what couples them.
+  gumbel_race = 4,
 };
 
 // 53 bits -> a double in [0, 1): the top 53 of the 64 bits hi:lo, scaled by
@@ -112,6 +118,41 @@ TANDEM_HOST_DEVICE constexpr double philox_uniform(uint64_t seed, int64_t positi
                                static_cast<uint32_t>(purpose), 0u}};
   const PhiloxCounter out = philox4x32_10(counter, key);
   return philox_bits_to_uniform(out.w[0], out.w[1]);
+}
+
+// ---- the Gumbel-max race (Coupling::gumbel) ----------------------------------
+
+// Where a row's noise comes from: the session's seed and the absolute
+// position of the token being drawn.
+struct NoiseKey {
+  uint64_t seed = 0;
+  int64_t position = 0;
+};
+
+// Token v's clock at a position. THE GUMBEL CONTRACT every backend keeps:
+//
+//   counter = { pos & 0xffffffff, pos >> 32, uint32_t(gumbel_race), uint32_t(v) }
+//   u       = philox_bits_to_uniform(out[0], out[1])   (key and out as above)
+//   E_v     = -log1p(-u)                               in [0, 37.5], Exp(1)
+//
+// and the token drawn from a probability row p is
+//
+//   argmin over v with p(v) > 0 of  E_v / double(p(v)),  ties to the lowest v
+//
+// which is argmax_v (log p(v) + G_v) with G_v = -log E_v ~ Gumbel(0, 1): an
+// exact sample of p (Gumbel 1954; the exponential race). log1p is the one
+// operation not correctly rounded everywhere (CUDA's and glibc's agree to
+// within an ulp), so two backends could disagree only where two tokens'
+// E / p differ by less than an ulp.
+TANDEM_HOST_DEVICE inline double philox_exponential(uint64_t seed, int64_t position,
+                                                    int32_t token) {
+  const uint64_t pos = static_cast<uint64_t>(position);
+  const PhiloxKey key{{static_cast<uint32_t>(seed), static_cast<uint32_t>(seed >> 32)}};
+  const PhiloxCounter counter{{static_cast<uint32_t>(pos), static_cast<uint32_t>(pos >> 32),
+                               static_cast<uint32_t>(RandomPurpose::gumbel_race),
+                               static_cast<uint32_t>(token)}};
+  const PhiloxCounter out = philox4x32_10(counter, key);
+  return -log1p(-philox_bits_to_uniform(out.w[0], out.w[1]));
 }
 
 }  // namespace tandem

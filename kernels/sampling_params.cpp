@@ -29,7 +29,14 @@ std::optional<SamplingProblem> find_sampling_problem(const SamplingParams& p) {
   if (!(p.min_p >= 0.0f && p.min_p <= 1.0f))
     return SamplingProblem{"min_p", "min_p must be in [0, 1], got " + show(p.min_p) +
                                         "; use 0 to disable min-p"};
+  if (p.coupling != Coupling::rejection && p.coupling != Coupling::gumbel)
+    return SamplingProblem{"coupling", "coupling must be rejection (0) or gumbel (1), got " +
+                                           std::to_string(static_cast<int>(p.coupling))};
   return std::nullopt;
+}
+
+const char* coupling_name(Coupling coupling) {
+  return coupling == Coupling::gumbel ? "gumbel" : "rejection";
 }
 
 }  // namespace tandem

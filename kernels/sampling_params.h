@@ -10,6 +10,24 @@
 
 namespace tandem {
 
+// How a sampled token is drawn from its probability row, and with it how a
+// drafted token is checked (kernels/cpu/verify.h):
+//   rejection: inverse CDF with one uniform per position; speculation keeps
+//              a draft by Algorithm 1's accept/reject test (paper §2.3). It
+//              accepts the most (1 - TV(p, q) per position), but the token at
+//              a position depends on what was drafted there.
+//   gumbel:    the Gumbel-max race (kernels/philox.h): the token is a pure
+//              function of the row and (seed, position). The draft proposes
+//              with the same noise and a draft is kept iff it equals the
+//              target's own token, so the output is the plain decoding's,
+//              token for token, whatever the drafter, γ or batch. Accepts at
+//              least (1 - TV) / (1 + TV) per position.
+// Greedy rows (temperature 0) ignore it.
+enum class Coupling : uint8_t { rejection = 0, gumbel = 1 };
+
+// "rejection" or "gumbel".
+const char* coupling_name(Coupling coupling);
+
 struct SamplingParams {
   float temperature = 1.0f;  // 0 = greedy (argmax, no probability rows)
   int top_k = 0;             // keep the k most likely tokens; 0 = off
@@ -19,6 +37,7 @@ struct SamplingParams {
   // off. Last, so that positional initializers written before it still mean
   // what they meant.
   float min_p = 0.0f;
+  Coupling coupling = Coupling::rejection;
 
   bool greedy() const { return temperature == 0.0f; }
 };

@@ -5,6 +5,8 @@
 
 #include <cstdint>
 
+#include "kernels/sampling_params.h"
+
 namespace tandem {
 
 // One session's speculative block. Rows are standardized, each summing to 1.
@@ -17,6 +19,9 @@ struct VerifyBlock {
   int64_t first_position = 0;        // absolute position of x_1 (>= 0)
   uint64_t seed = 0;                 // the session's Philox key
   float lenience = 1.0f;             // l in (0, 1]; 1 = lossless (Appendix A.5)
+  // rejection: Algorithm 1. gumbel: keep x_j while it equals the target's
+  // Gumbel-max token at its position; q is not read (may be null).
+  Coupling coupling = Coupling::rejection;
 };
 
 struct VerifyOutcome {

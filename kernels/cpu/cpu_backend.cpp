@@ -98,6 +98,10 @@ class CpuBackend final : public Backend {
     for (int r = 0; r < rows; ++r)
       out[r] = cpu::sample_row(probs + static_cast<size_t>(r) * V, V, uniforms[static_cast<size_t>(r)]);
   }
+  void sample_gumbel(const float* probs, int rows, int V, std::span<const NoiseKey> keys,
+                     int32_t* out) override {
+    cpu::sample_gumbel(probs, rows, V, keys, out);
+  }
   void verify(std::span<const VerifyBlock> blocks, int V, std::span<VerifyOutcome> out,
               std::span<float> beta) override {
     cpu::verify(blocks, V, out, beta);

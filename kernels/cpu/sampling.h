@@ -28,6 +28,7 @@
 #include <cstdint>
 #include <span>
 
+#include "kernels/philox.h"
 #include "kernels/sampling_params.h"
 
 namespace tandem::cpu {
@@ -64,5 +65,19 @@ void find_nonfinite_rows(const float* x, int rows, int V, uint8_t* out);
 // entry, not on the zeros after it. Throws invalid_argument if V <= 0, u
 // is outside [0, 1), or the row has no positive finite mass.
 int32_t sample_row(const float* probs, int V, double u);
+
+// One token from probs (V) by the Gumbel-max race of (seed, position)
+// (kernels/philox.h, the Gumbel contract): argmin over probs[v] > 0 of
+// philox_exponential(seed, position, v) / probs[v], ties to the lowest v.
+// The row need not be normalized (scaling it scales every ratio alike).
+// Entries <= 0 or NaN never win. Returns -1 if the row has no positive
+// finite entry. (Kept in kernels/cpu/gumbel.cpp.)
+int32_t gumbel_row(const float* probs, int V, uint64_t seed, int64_t position);
+
+// out (rows) = gumbel_row of each row of probs (rows, V) with keys[r].
+// Throws invalid_argument if V <= 0, keys.size() != rows, or a row has no
+// positive finite entry (naming the row); nothing is written then.
+void sample_gumbel(const float* probs, int rows, int V, std::span<const NoiseKey> keys,
+                   int32_t* out);
 
 }  // namespace tandem::cpu

@@ -68,6 +68,14 @@ void check_verify_block(const VerifyBlock& block, size_t b, int V, bool q_rows_o
     invalid(field(b, "lenience") + " must be in (0, 1], got " + show(block.lenience) +
             "; use 1 for lossless verification");
   }
+  if (block.coupling == Coupling::gumbel && block.lenience != 1.0f) {
+    invalid(field(b, "lenience") + " must be 1 with the gumbel coupling, got " +
+            show(block.lenience) + "; lenient verification is Algorithm 1's (rejection)");
+  }
+  if (block.coupling != Coupling::rejection && block.coupling != Coupling::gumbel) {
+    invalid(field(b, "coupling") + " must be rejection or gumbel, got " +
+            std::to_string(static_cast<int>(block.coupling)));
+  }
   if (block.first_position < 0 ||
       block.first_position > std::numeric_limits<int64_t>::max() - block.gamma) {
     invalid(field(b, "first_position") + " must be a position >= 0, got " +
@@ -81,7 +89,8 @@ void check_verify_block(const VerifyBlock& block, size_t b, int V, bool q_rows_o
     }
     // x_j ~ q_j, so q_j(x_j) > 0. Anything else means the q rows are not the
     // ones the draft sampled from, and Appendix A.1's guarantee would not hold.
-    if (q_rows_on_host && block.q != nullptr && !(row(block.q, j, V)[x] > 0.0f)) {
+    if (q_rows_on_host && block.q != nullptr && block.coupling == Coupling::rejection &&
+        !(row(block.q, j, V)[x] > 0.0f)) {
       invalid(field(b, "q") + " row " + std::to_string(j) + " gives drafted token " +
               std::to_string(x) + " probability " + show(row(block.q, j, V)[x]) +
               "; pass the rows the draft sampled its tokens from");
@@ -179,8 +188,35 @@ struct BlockResult {
   int bad_row = -1;  // a p row (0-based) that had to be sampled and had no mass
 };
 
+// The gumbel coupling on one block: the target's own token at each position
+// is its Gumbel-max draw t_j; x_j is kept while x_j == t_j, and the first
+// t_j that differs (or t_{γ+1}) is emitted, so the output is what plain
+// decoding with the same seed emits. beta_j = 1 if x_j == t_j else 0, for
+// every j: each compares two draws from the same prefix and the same noise,
+// so its mean is the coupling's acceptance rate.
+BlockResult verify_gumbel_block(const VerifyBlock& block, int V, float* beta) {
+  BlockResult result;
+  int n = -1;  // the first position whose draft is not the target's token
+  for (int j = 0; j <= block.gamma; ++j) {
+    if (n >= 0 && (beta == nullptr || j == block.gamma)) break;  // only β left to fill
+    const int32_t t = gumbel_row(row(block.p, j, V), V, block.seed, block.first_position + j);
+    if (t < 0 && n < 0) {  // a row that must be drawn from has no positive finite entry
+      result.bad_row = j;
+      return result;
+    }
+    const bool kept = j < block.gamma && block.drafted[j] == t;
+    if (beta != nullptr && j < block.gamma) beta[j] = kept ? 1.0f : 0.0f;
+    if (n < 0 && !kept) {
+      n = j;
+      result.outcome = VerifyOutcome{n, t};
+    }
+  }
+  return result;
+}
+
 // Algorithm 1 on one block. beta: (γ) or null; residual: (V) scratch.
 BlockResult verify_block(const VerifyBlock& block, int V, float* beta, float* residual) {
+  if (block.coupling == Coupling::gumbel) return verify_gumbel_block(block, V, beta);
   if (beta != nullptr) {
     for (int j = 0; j < block.gamma; ++j) beta[j] = acceptance_probability(block, j, V);
   }

@@ -275,10 +275,14 @@ class CudaBackend final : public Backend {
       });
   }
 
+
   void verify(std::span<const VerifyBlock> blocks, int V, std::span<VerifyOutcome> out,
               std::span<float> beta) override {
     use_device();
     run_recorded_ops();
+    for (const VerifyBlock& block : blocks)  // interim, until the device kernel lands
+      require(block.coupling == Coupling::rejection, ErrorKind::invalid_argument,
+              "verify: the gumbel coupling is not on the CUDA backend yet");
     require(V > 0, ErrorKind::invalid_argument, "verify: V must be > 0");
     require(out.size() == blocks.size(), ErrorKind::invalid_argument,
             "verify: out must have one entry per block");

@@ -86,6 +86,10 @@ class ForwardingBackend : public Backend {
               int32_t* out) override {
     inner_.sample(probs, rows, V, uniforms, out);
   }
+  void sample_gumbel(const float* probs, int rows, int V, std::span<const NoiseKey> keys,
+                     int32_t* out) override {
+    inner_.sample_gumbel(probs, rows, V, keys, out);
+  }
   void verify(std::span<const VerifyBlock> blocks, int V, std::span<VerifyOutcome> out,
               std::span<float> beta) override {
     inner_.verify(blocks, V, out, beta);
