@@ -10,6 +10,8 @@
 # - Errors name the flag or the file: a directory that is not there, one
 #   without config.json, a truncated model.safetensors, a bad --gamma;
 #   --model with --config, --draft or --gamma without --model.
+# - Weights holding a NaN are refused at load by `serve` and `generate`
+#   (exit 1), naming the file, the tensor, the element and the value.
 # usage: run_serve_model.sh TANDEM_BINARY SOURCE_DIR WORK_DIR
 set -euo pipefail
 tandem=$1 source=$2 work=$3
@@ -110,6 +112,21 @@ expect 1 "error: $truncated/model.safetensors: .*truncated or corrupt" \
 rm "$truncated/model.safetensors"
 expect 1 "error: $truncated: neither model.safetensors nor model.safetensors.index.json exists" \
   "$tandem" serve --model "$truncated" --port 0
+
+# A NaN in the LM head (BF16, (4096, 256)) at row 2, column 210: element 722.
+nan_model="$work/nan-weights"
+rm -rf "$nan_model" && mkdir -p "$nan_model"
+cp models/tiny/target/*.json models/tiny/target/model.safetensors "$nan_model/"
+weights="$nan_model/model.safetensors"
+header=$(od -An -tu8 -N8 "$weights" | tr -d ' ')
+lm_head=$(head -c $((8 + header)) "$weights" | tail -c "$header" |
+  grep -o '"lm_head.weight":{[^}]*}' | sed 's/.*"data_offsets":\[\([0-9]*\),.*/\1/')
+[ -n "$lm_head" ] || { echo "no lm_head.weight in $weights"; exit 1; }
+printf '\xc0\x7f' | dd of="$weights" bs=1 seek=$((8 + header + lm_head + 2 * 722)) conv=notrunc status=none
+refused="error: $weights: tensor 'lm_head.weight' holds a non-finite value \(nan\) at element 722 \(row 2, column 210\); the checkpoint is corrupt"
+expect 1 "^tandem serve: $refused" "$tandem" serve --model "$nan_model" --port 0
+expect 1 "^tandem generate: $refused" \
+  "$tandem" generate --model "$nan_model" --prompt "The history of the city" --max-tokens 4
 
 # Flags that do not go together.
 expect 2 "(--model excludes --config|--config excludes --model)" "$tandem" serve --model models/tiny/target --config configs/local.yaml
