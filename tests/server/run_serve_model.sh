@@ -17,6 +17,7 @@ set -euo pipefail
 tandem=$1 source=$2 work=$3
 mkdir -p "$work"
 cd "$source"
+source "$source/tests/support/poke_weight.sh"
 
 # expect STATUS PATTERN COMMAND...: COMMAND exits STATUS and prints PATTERN
 # (a grep -E pattern) on stdout or stderr.
@@ -118,11 +119,7 @@ nan_model="$work/nan-weights"
 rm -rf "$nan_model" && mkdir -p "$nan_model"
 cp models/tiny/target/*.json models/tiny/target/model.safetensors "$nan_model/"
 weights="$nan_model/model.safetensors"
-header=$(od -An -tu8 -N8 "$weights" | tr -d ' ')
-lm_head=$(head -c $((8 + header)) "$weights" | tail -c "$header" |
-  grep -o '"lm_head.weight":{[^}]*}' | sed 's/.*"data_offsets":\[\([0-9]*\),.*/\1/')
-[ -n "$lm_head" ] || { echo "no lm_head.weight in $weights"; exit 1; }
-printf '\xc0\x7f' | dd of="$weights" bs=1 seek=$((8 + header + lm_head + 2 * 722)) conv=notrunc status=none
+poke_bf16 "$weights" lm_head.weight 722 7fc0
 refused="error: $weights: tensor 'lm_head.weight' holds a non-finite value \(nan\) at element 722 \(row 2, column 210\); the checkpoint is corrupt"
 expect 1 "^tandem serve: $refused" "$tandem" serve --model "$nan_model" --port 0
 expect 1 "^tandem generate: $refused" \
