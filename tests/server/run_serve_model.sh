@@ -10,11 +10,14 @@
 # - Errors name the flag or the file: a directory that is not there, one
 #   without config.json, a truncated model.safetensors, a bad --gamma;
 #   --model with --config, --draft or --gamma without --model.
+# - Weights holding a NaN are refused at load by `serve` and `generate`
+#   (exit 1), naming the file, the tensor, the element and the value.
 # usage: run_serve_model.sh TANDEM_BINARY SOURCE_DIR WORK_DIR
 set -euo pipefail
 tandem=$1 source=$2 work=$3
 mkdir -p "$work"
 cd "$source"
+source "$source/tests/support/poke_weight.sh"
 
 # expect STATUS PATTERN COMMAND...: COMMAND exits STATUS and prints PATTERN
 # (a grep -E pattern) on stdout or stderr.
@@ -110,6 +113,17 @@ expect 1 "error: $truncated/model.safetensors: .*truncated or corrupt" \
 rm "$truncated/model.safetensors"
 expect 1 "error: $truncated: neither model.safetensors nor model.safetensors.index.json exists" \
   "$tandem" serve --model "$truncated" --port 0
+
+# A NaN in the LM head (BF16, (4096, 256)) at row 2, column 210: element 722.
+nan_model="$work/nan-weights"
+rm -rf "$nan_model" && mkdir -p "$nan_model"
+cp models/tiny/target/*.json models/tiny/target/model.safetensors "$nan_model/"
+weights="$nan_model/model.safetensors"
+poke_bf16 "$weights" lm_head.weight 722 7fc0
+refused="error: $weights: tensor 'lm_head.weight' holds a non-finite value \(nan\) at element 722 \(row 2, column 210\); the checkpoint is corrupt"
+expect 1 "^tandem serve: $refused" "$tandem" serve --model "$nan_model" --port 0
+expect 1 "^tandem generate: $refused" \
+  "$tandem" generate --model "$nan_model" --prompt "The history of the city" --max-tokens 4
 
 # Flags that do not go together.
 expect 2 "(--model excludes --config|--config excludes --model)" "$tandem" serve --model models/tiny/target --config configs/local.yaml

@@ -2,6 +2,7 @@
 #include "workers/checkpoint/checkpoint_reader.h"
 
 #include <algorithm>
+#include <cmath>
 #include <fstream>
 #include <map>
 #include <nlohmann/json.hpp>
@@ -23,6 +24,27 @@ bool is_plain_file_name(const std::string& name) {
   std::filesystem::path p(name);
   return !name.empty() && p.is_relative() && p.has_filename() && p == p.filename() &&
          name != "." && name != "..";
+}
+
+// "nan", "inf" or "-inf", as the message names a non-finite value.
+const char* non_finite_name(float value) {
+  if (std::isnan(value)) return "nan";
+  return value > 0 ? "inf" : "-inf";
+}
+
+// Where a row-major element index lies: " (row 2, column 210)" in a matrix,
+// " (index [1, 0, 3])" in a tensor of more dimensions, nothing in a vector.
+std::string position_of(std::span<const int64_t> shape, int64_t index) {
+  if (shape.size() < 2) return "";
+  std::vector<int64_t> at(shape.size());
+  for (size_t d = shape.size(); d-- > 0;) {
+    at[d] = index % shape[d];  // no dimension is 0: the read found an element
+    index /= shape[d];
+  }
+  if (shape.size() == 2) {
+    return " (row " + std::to_string(at[0]) + ", column " + std::to_string(at[1]) + ")";
+  }
+  return " (index " + shape_string(at) + ")";
 }
 
 }  // namespace
@@ -133,10 +155,23 @@ void CheckpointReader::count(const TensorRef& ref, size_t elements) const {
   bytes_read_->fetch_add(static_cast<int64_t>(bytes), std::memory_order_relaxed);
 }
 
+void CheckpointReader::refuse_non_finite(const TensorRef& ref,
+                                         const SafetensorsFile::ReadResult& found) const {
+  if (!found) return;
+  throw Error(ErrorKind::corrupt_data,
+              ref.file->path().string() + ": tensor '" + ref.info->name +
+                  "' holds a non-finite value (" + non_finite_name(found->value) +
+                  ") at element " + std::to_string(found->index) +
+                  position_of(ref.info->shape, found->index) +
+                  "; the checkpoint is corrupt. Hint: every weight must be a finite number; "
+                  "re-download the checkpoint, or re-export it from a model whose weights are "
+                  "finite");
+}
+
 void CheckpointReader::read_f32(std::string_view name, std::span<const int64_t> expected_shape,
                                 std::span<float> out) const {
   TensorRef ref = find_checked(name, expected_shape);
-  ref.file->read_f32(*ref.info, out);
+  refuse_non_finite(ref, ref.file->read_f32(*ref.info, out));
   count(ref, out.size());
 }
 
@@ -144,7 +179,7 @@ std::vector<float> CheckpointReader::read_f32(std::string_view name,
                                               std::span<const int64_t> expected_shape) const {
   TensorRef ref = find_checked(name, expected_shape);
   std::vector<float> out(static_cast<size_t>(ref.info->numel()));
-  ref.file->read_f32(*ref.info, out);
+  refuse_non_finite(ref, ref.file->read_f32(*ref.info, out));
   count(ref, out.size());
   return out;
 }
@@ -152,14 +187,14 @@ std::vector<float> CheckpointReader::read_f32(std::string_view name,
 void CheckpointReader::read_rows_f32(std::string_view name, std::span<const int64_t> expected_shape,
                                      int64_t r0, int64_t r1, std::span<float> out) const {
   TensorRef ref = find_checked(name, expected_shape);
-  ref.file->read_rows_f32(*ref.info, r0, r1, out);
+  refuse_non_finite(ref, ref.file->read_rows_f32(*ref.info, r0, r1, out));
   count(ref, out.size());
 }
 
 void CheckpointReader::read_cols_f32(std::string_view name, std::span<const int64_t> expected_shape,
                                      int64_t c0, int64_t c1, std::span<float> out) const {
   TensorRef ref = find_checked(name, expected_shape);
-  ref.file->read_cols_f32(*ref.info, c0, c1, out);
+  refuse_non_finite(ref, ref.file->read_cols_f32(*ref.info, c0, c1, out));
   count(ref, out.size());
 }
 

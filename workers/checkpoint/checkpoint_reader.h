@@ -4,7 +4,10 @@
 // `model.safetensors.index.json` ({"weight_map": {tensor name: shard file}}).
 // Each shard is mapped once, when the reader is made; reads convert to f32
 // and check the shape the caller expects, so every error names the file and
-// the tensor. Row and column ranges let a tensor-parallel rank read only its
+// the tensor. A read that meets a NaN or an infinity refuses the checkpoint
+// (Error corrupt_data naming the file, the tensor, the element and its
+// value): weights must be finite, or every logit they touch is NaN. Only
+// the elements read are checked, in the conversion's own pass. Row and column ranges let a tensor-parallel rank read only its
 // slice of a weight; bytes_read() counts what they touched, so a rank can
 // report how much of the checkpoint it read.
 //
@@ -62,6 +65,8 @@ class CheckpointReader {
   TensorRef find_checked(std::string_view name, std::span<const int64_t> expected_shape) const;
   std::string searched_files() const;
   void count(const TensorRef& ref, size_t elements) const;
+  // Throws corrupt_data when a read found a non-finite element.
+  void refuse_non_finite(const TensorRef& ref, const SafetensorsFile::ReadResult& found) const;
 
   std::filesystem::path dir_;
   std::filesystem::path index_path_;  // empty for a single-file checkpoint

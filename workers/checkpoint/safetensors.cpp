@@ -215,12 +215,14 @@ Dtype SafetensorsFile::require_convertible(const TensorInfo& tensor) const {
   return *tensor.dtype;
 }
 
-void SafetensorsFile::read_f32(const TensorInfo& tensor, std::span<float> out) const {
-  read_rows_f32(tensor, 0, tensor.shape.empty() ? 1 : tensor.shape[0], out);
+SafetensorsFile::ReadResult SafetensorsFile::read_f32(const TensorInfo& tensor,
+                                                      std::span<float> out) const {
+  return read_rows_f32(tensor, 0, tensor.shape.empty() ? 1 : tensor.shape[0], out);
 }
 
-void SafetensorsFile::read_rows_f32(const TensorInfo& tensor, int64_t r0, int64_t r1,
-                                    std::span<float> out) const {
+SafetensorsFile::ReadResult SafetensorsFile::read_rows_f32(const TensorInfo& tensor, int64_t r0,
+                                                           int64_t r1,
+                                                           std::span<float> out) const {
   Dtype dtype = require_convertible(tensor);
   // A 0-d tensor (scalar) is one row of one element.
   const int64_t rows = tensor.shape.empty() ? 1 : tensor.shape[0];
@@ -233,11 +235,14 @@ void SafetensorsFile::read_rows_f32(const TensorInfo& tensor, int64_t r0, int64_
   }
   const size_t elem = dtype_size(dtype);
   const std::byte* src = bytes(tensor).data() + static_cast<size_t>(r0 * row_len) * elem;
-  convert_to_f32(dtype, src, out.size(), out.data());
+  const size_t bad = convert_to_f32(dtype, src, out.size(), out.data());
+  if (bad == out.size()) return std::nullopt;
+  return NonFiniteElement{r0 * row_len + static_cast<int64_t>(bad), out[bad]};
 }
 
-void SafetensorsFile::read_cols_f32(const TensorInfo& tensor, int64_t c0, int64_t c1,
-                                    std::span<float> out) const {
+SafetensorsFile::ReadResult SafetensorsFile::read_cols_f32(const TensorInfo& tensor, int64_t c0,
+                                                           int64_t c1,
+                                                           std::span<float> out) const {
   Dtype dtype = require_convertible(tensor);
   if (tensor.shape.size() != 2) {
     throw Error(ErrorKind::internal, path_.string() + ": tensor '" + tensor.name + "' " +
@@ -253,10 +258,16 @@ void SafetensorsFile::read_cols_f32(const TensorInfo& tensor, int64_t c0, int64_
   }
   const size_t elem = dtype_size(dtype);
   const std::byte* base = bytes(tensor).data();
+  ReadResult first;
   for (int64_t r = 0; r < rows; ++r) {
-    convert_to_f32(dtype, base + static_cast<size_t>(r * cols + c0) * elem,
-                   static_cast<size_t>(width), out.data() + r * width);
+    float* row = out.data() + r * width;
+    const size_t bad = convert_to_f32(dtype, base + static_cast<size_t>(r * cols + c0) * elem,
+                                      static_cast<size_t>(width), row);
+    if (!first && bad != static_cast<size_t>(width)) {
+      first = NonFiniteElement{r * cols + c0 + static_cast<int64_t>(bad), row[bad]};
+    }
   }
+  return first;
 }
 
 }  // namespace tandem

@@ -6,6 +6,9 @@
 // opens (sizes, offsets, overlaps), so reading a tensor later can only fail
 // for a type Tandem does not convert. Tensor bytes are never copied until
 // converted: a tensor-parallel rank reading a slice touches only its pages.
+// Reads decode faithfully (inf stays inf) and report the first value they
+// met that is not finite; refusing it is the caller's decision
+// (CheckpointReader refuses it).
 //
 // Thread-safety: const member functions may be called concurrently.
 #pragma once
@@ -35,6 +38,12 @@ struct TensorInfo {
   int64_t numel() const;
 };
 
+// The first element a read met that is not finite (NaN, +inf or -inf).
+struct NonFiniteElement {
+  int64_t index = 0;  // row-major position in the whole tensor, not the slice read
+  float value = 0;
+};
+
 // "[4096, 11008]", for messages.
 std::string shape_string(std::span<const int64_t> shape);
 
@@ -57,14 +66,19 @@ class SafetensorsFile {
   // The tensor's raw bytes inside the mapping.
   std::span<const std::byte> bytes(const TensorInfo& tensor) const;
 
+  // Each read returns the first non-finite element it converted (in
+  // row-major order), or nullopt when every one was finite.
+  using ReadResult = std::optional<NonFiniteElement>;
   // Whole tensor as f32; out.size() must equal numel().
-  void read_f32(const TensorInfo& tensor, std::span<float> out) const;
+  ReadResult read_f32(const TensorInfo& tensor, std::span<float> out) const;
   // Rows [r0, r1) along dimension 0 (a "row" is everything after dim 0), as
   // f32: out.size() == (r1 - r0) * row length. For output-dim TP splits.
-  void read_rows_f32(const TensorInfo& tensor, int64_t r0, int64_t r1, std::span<float> out) const;
+  ReadResult read_rows_f32(const TensorInfo& tensor, int64_t r0, int64_t r1,
+                           std::span<float> out) const;
   // Columns [c0, c1) of a 2-D tensor (rows, cols), as a (rows, c1 - c0)
   // row-major block. For input-dim TP splits.
-  void read_cols_f32(const TensorInfo& tensor, int64_t c0, int64_t c1, std::span<float> out) const;
+  ReadResult read_cols_f32(const TensorInfo& tensor, int64_t c0, int64_t c1,
+                           std::span<float> out) const;
 
  private:
   void parse_header();
