@@ -36,10 +36,15 @@ struct PlainPathBound {
   double agreement_sum = 0;  // Σ exact agreement
   long below_bound = 0;      // positions whose exact agreement < β/(2−β): must be 0
   long reproduced = 0;       // positions where the Gumbel race on p gives the output's token
+  // What drawing one of these p rows costs on the host (cpu::): by the
+  // Gumbel race (V Philox exponentials) and by inverse CDF (one uniform).
+  double race_seconds = 0, inverse_cdf_seconds = 0;
 
   double mean_beta() const { return positions ? beta_sum / positions : 0; }
   double mean_bound() const { return positions ? bound_sum / positions : 0; }
   double mean_agreement() const { return positions ? agreement_sum / positions : 0; }
+  double race_us() const { return positions ? 1e6 * race_seconds / positions : 0; }
+  double inverse_cdf_us() const { return positions ? 1e6 * inverse_cdf_seconds / positions : 0; }
 };
 
 // One plain seeded output: its prompt, its tokens, the seed it was sampled with.
