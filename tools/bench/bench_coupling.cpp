@@ -115,9 +115,7 @@ std::string gamma_text(const GammaPolicy& gamma, const Row& rejection, const Row
 }
 
 int bench_coupling(const CouplingFlags& flags) {
-  OpenModel open = open_model(flags.model);
-  require(open.draft.has_value() && open.target.tokenizer.has_value(), ErrorKind::invalid_argument,
-          "bench coupling needs --model DIR and --draft DIR (checkpoints with a tokenizer)");
+  // The flags first: a bad one is refused before any model loads.
   require(flags.sessions >= 1 && flags.repeats >= 1 && flags.max_tokens >= 1,
           ErrorKind::invalid_argument, "--sessions, --repeats and --max-tokens must be >= 1");
   require(flags.top_p > 0 && flags.top_p <= 1, ErrorKind::invalid_argument,
@@ -134,6 +132,9 @@ int bench_coupling(const CouplingFlags& flags) {
   if (!flags.no_auto) gammas.push_back(GammaPolicy{true, max_gamma});
   for (double t : temperatures)
     require(t > 0, ErrorKind::invalid_argument, "--temperatures: each must be > 0 (greedy has no coupling)");
+  OpenModel open = open_model(flags.model);
+  require(open.draft.has_value() && open.target.tokenizer.has_value(), ErrorKind::invalid_argument,
+          "bench coupling needs --model DIR and --draft DIR (checkpoints with a tokenizer)");
 
   // One engine per policy, as a server keeps one: what its cost model and
   // γ controller learn carries over from row to row. Only automatic γ reads

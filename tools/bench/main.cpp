@@ -16,7 +16,8 @@ int main(int argc, char** argv) {
                   define_speculative);
   cli.add_command("coupling",
                   "rejection vs the Gumbel coupling per temperature and gamma: alpha beside "
-                  "its bound, speed-up, outputs equal to plain decoding",
+                  "its bound, speed-up, outputs equal to plain decoding (run with OMP_NUM_THREADS=1 on a "
+                  "shared machine)",
                   define_coupling);
   cli.add_command("steps", "v(k): the cost of k new tokens per sequence vs 1; c of a draft",
                   define_steps);
