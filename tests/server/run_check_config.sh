@@ -71,7 +71,7 @@ expect 2 "not expected: --bogus" "$tandem" serve --bogus
 expect 2 "not expected: extra" "$tandem" serve extra
 expect 2 "not expected: .*-p" "$tandem" serve -p 19201
 expect 2 "Usage: tandem " "$tandem"
-for suite in forward matmul speculative steps batching pipeline tensor-parallel; do
+for suite in forward matmul speculative coupling steps batching pipeline tensor-parallel; do
   expect 0 "Usage: tandem-bench $suite" "$bench" "$suite" --help
 done
 expect 0 "Usage: tandem-bench " "$bench" -h

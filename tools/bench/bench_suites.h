@@ -12,6 +12,7 @@ namespace tandem::bench {
 cli::Run define_forward(cli::Command& command);          // bench_forward.cpp
 cli::Run define_matmul(cli::Command& command);           // bench_matmul.cpp
 cli::Run define_speculative(cli::Command& command);      // bench_speculative.cpp
+cli::Run define_coupling(cli::Command& command);         // bench_coupling.cpp
 cli::Run define_steps(cli::Command& command);            // bench_steps.cpp
 cli::Run define_batching(cli::Command& command);         // bench_batching.cpp
 cli::Run define_pipeline(cli::Command& command);         // bench_pipeline.cpp

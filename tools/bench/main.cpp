@@ -14,6 +14,11 @@ int main(int argc, char** argv) {
   cli.add_command("matmul", "our CPU matmul vs OpenBLAS sgemm, side by side", define_matmul);
   cli.add_command("speculative", "alpha, c, measured and predicted speed-up per gamma",
                   define_speculative);
+  cli.add_command("coupling",
+                  "rejection vs the Gumbel coupling per temperature and gamma: alpha beside "
+                  "its bound, speed-up, outputs equal to plain decoding (run with OMP_NUM_THREADS=1 on a "
+                  "shared machine)",
+                  define_coupling);
   cli.add_command("steps", "v(k): the cost of k new tokens per sequence vs 1; c of a draft",
                   define_steps);
   cli.add_command("batching", "speculation off / fixed gamma / auto at each batch size",
