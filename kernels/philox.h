@@ -144,15 +144,21 @@ struct NoiseKey {
 // operation not correctly rounded everywhere (CUDA's and glibc's agree to
 // within an ulp), so two backends could disagree only where two tokens'
 // E / p differ by less than an ulp.
-TANDEM_HOST_DEVICE inline double philox_exponential(uint64_t seed, int64_t position,
-                                                    int32_t token) {
+//
+// The u of token v's clock (E_v = -log1p(-u) is monotone in u).
+TANDEM_HOST_DEVICE constexpr double philox_race_uniform(uint64_t seed, int64_t position,
+                                                        int32_t token) {
   const uint64_t pos = static_cast<uint64_t>(position);
   const PhiloxKey key{{static_cast<uint32_t>(seed), static_cast<uint32_t>(seed >> 32)}};
   const PhiloxCounter counter{{static_cast<uint32_t>(pos), static_cast<uint32_t>(pos >> 32),
                                static_cast<uint32_t>(RandomPurpose::gumbel_race),
                                static_cast<uint32_t>(token)}};
   const PhiloxCounter out = philox4x32_10(counter, key);
-  return -log1p(-philox_bits_to_uniform(out.w[0], out.w[1]));
+  return philox_bits_to_uniform(out.w[0], out.w[1]);
+}
+TANDEM_HOST_DEVICE inline double philox_exponential(uint64_t seed, int64_t position,
+                                                    int32_t token) {
+  return -log1p(-philox_race_uniform(seed, position, token));
 }
 
 }  // namespace tandem

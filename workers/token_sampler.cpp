@@ -1,5 +1,8 @@
 #include "workers/token_sampler.h"
 
+#include <string>
+
+#include "common/error.h"
 #include "kernels/philox.h"
 
 namespace tandem {
@@ -9,6 +12,14 @@ TokenSampler::TokenSampler(Backend& backend, int vocab_size)
 
 int32_t TokenSampler::pick(const float* logits_row, const SamplingParams& params,
                            int64_t position) {
+  // A NaN row would still give a token (argmax ranks NaN as -inf): refuse it,
+  // as the engine refuses a session's non-finite rows.
+  uint8_t nonfinite = 0;
+  backend_.find_nonfinite_rows(logits_row, 1, V_, &nonfinite);
+  require(!nonfinite, ErrorKind::internal, [&] {
+    return "non-finite logits: the model's logits at position " + std::to_string(position) +
+           " hold NaN or infinity, so no token can be chosen from them";
+  });
   if (params.greedy()) {
     int32_t token = 0;
     backend_.argmax(logits_row, 1, V_, &token);

@@ -19,7 +19,8 @@ class TokenSampler {
  public:
   TokenSampler(Backend& backend, int vocab_size);
   // logits_row (V) in backend memory; position: absolute position the chosen
-  // token will occupy in its sequence.
+  // token will occupy in its sequence. Throws Error(internal) if the row
+  // holds NaN or infinity.
   int32_t pick(const float* logits_row, const SamplingParams& params, int64_t position);
 
  private:
