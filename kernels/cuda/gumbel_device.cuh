@@ -15,8 +15,8 @@
 // within an ulp of the true value, not necessarily equal), so E_v can differ
 // by an ulp between the CPU and the GPU. The tokens then differ only where
 // two tokens' E/p lie within about an ulp (~1e-16 relative) of each other: a
-// chance of the order of 1e-16 per pair of near contenders, never seen in
-// the twin tests' draws (tests/kernels/cuda/gumbel_twin_test.cpp).
+// chance of the order of 1e-16 per pair of near contenders, so the twin tests
+// (tests/kernels/cuda/gumbel_twin_test.cpp) require every token to match.
 #pragma once
 
 #include <cuda_runtime.h>
