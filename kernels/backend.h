@@ -237,13 +237,15 @@ class Backend {
   // One token per probability row (rows, V) by the Gumbel-max race with the
   // noise of keys[r] (rows, host): cpu::gumbel_row's definition (the Gumbel
   // contract in kernels/philox.h). out (rows): host. By default the rows are
-  // downloaded and drawn on the host (kernels/backend.cpp).
+  // downloaded and drawn on the host (kernels/backend.cpp); the CPU and CUDA
+  // backends draw in place (kernels/cuda/gumbel.cu).
   virtual void sample_gumbel(const float* probs, int rows, int V, std::span<const NoiseKey> keys,
                              int32_t* out);
 
   // ---- speculative verification (Algorithm 1; see kernels/cpu/verify.h) ---
   // out[b] = (accepted n, new token t) of blocks[b]; beta: empty or Σγ
-  // entries, β_j = Σ_x min(p_j(x)/l, q_j(x)) per drafted position. The p and
+  // entries, β_j = Σ_x min(p_j(x)/l, q_j(x)) per drafted position (a gumbel
+  // block's: 1 if x_j is the target's own draw, else 0). The p and
   // q rows are backend memory, drafted ids host memory; out and beta host.
   virtual void verify(std::span<const VerifyBlock> blocks, int V, std::span<VerifyOutcome> out,
                       std::span<float> beta) = 0;

@@ -40,6 +40,23 @@
 // have no q rows: q_j is one-hot at x_j, so the test is r_j < p_j(x_j) / l
 // and the residual is p_{n+1} with x_{n+1} lowered to max(0, p - l).
 //
+// The gumbel coupling (block.coupling == Coupling::gumbel; Daliri, Musco,
+// Suresh 2024) replaces the accept test and the correction draw with the
+// target's own Gumbel-max draws (kernels/philox.h, the Gumbel contract):
+//   t_j = cpu::gumbel_row(p_j, seed, first_position + j - 1), j = 1..γ+1;
+//   n   = the number of leading j with x_j == t_j; the token is t_{n+1}.
+// So a block emits exactly what plain decoding with the same seed emits,
+// token for token, whatever the drafter proposed or γ was. A draft that
+// drew x_j = argmin E/q_j with the same clocks matches with probability at
+// least (1 - TV)/(1 + TV), TV = the total variation between p_j and q_j
+// (rejection's 1 - TV is higher; the coupling buys drafter-invariance).
+// q is not read (it may be null; q_j(x_j) is not checked), the lenience
+// must be 1 (Appendix A.5's lenient test is Algorithm 1's), and beta_j is 1
+// if x_j == t_j else 0, for every j (rows past the first difference are
+// raced too; one without mass there gives 0). A p row without mass where a
+// token must be drawn (rows 1..n+1) is reported as for rejection. Blocks of
+// both couplings may share one verify() call.
+//
 // Thread safety: both functions are pure (no shared state); blocks of one
 // verify() call run in parallel with OpenMP when there is enough work.
 #pragma once
@@ -61,22 +78,25 @@ using tandem::VerifyOutcome;  // kernels/verify_types.h
 // Verifies every block: out[b] = (n, t) of blocks[b].
 //
 // beta: empty, or one entry per draft token (sum of γ over blocks), block by
-// block, j = 1..γ within a block: beta_j = the acceptance rate of x_j ~ q_j
-// (Definition 3.1), i.e. sum_x min(p_j(x)/l, q_j(x)): Theorem 3.5's
-// sum_x min(p_j, q_j) for l = 1, Appendix A.5's formula for l < 1 (with
-// lenience the rate that predicts speed-up is the lenient one). For a
-// deterministic drafter it is min(1, p_j(x_j)/l). Every j is reported, also
-// past the first rejection: those rows were computed anyway and still sample
-// how well the draft tracks the target. The coordinator averages them into α.
+// block, j = 1..γ within a block. Gumbel blocks: the 0/1 match above.
+// Rejection blocks: beta_j = the acceptance rate of x_j ~ q_j (Definition
+// 3.1), i.e. sum_x min(p_j(x)/l, q_j(x)): Theorem 3.5's sum_x min(p_j, q_j)
+// for l = 1, Appendix A.5's formula for l < 1 (with lenience the rate that
+// predicts speed-up is the lenient one). For a deterministic drafter it is
+// min(1, p_j(x_j)/l). Every j is reported, also past the first rejection:
+// those rows were computed anyway and still sample how well the draft tracks
+// the target. The coordinator averages them into α.
 //
 // Throws tandem::Error(invalid_argument) naming the field (e.g.
 // "blocks[3].lenience") if V <= 0, out.size() != blocks.size(), beta is
 // neither empty nor sum γ long, or a block has γ < 0, a null p (or null
 // drafted with γ > 0), a drafted id outside [0, V), q_j(x_j) <= 0 (x_j could
 // not have been drawn from q_j: the q rows are not the ones the draft sampled
-// from), first_position < 0, or a lenience outside (0, 1]. A p row with no
-// positive finite mass where a token must be drawn from it is reported the
-// same way. Nothing is written to out or beta when it throws.
+// from; rejection blocks only), first_position < 0, a lenience outside
+// (0, 1] (or other than 1 on a gumbel block), or a coupling that is neither
+// rejection nor gumbel. A p row with no positive finite mass where a token
+// must be drawn from it is reported the same way, naming the row. Nothing
+// is written to out or beta when it throws.
 void verify(std::span<const VerifyBlock> blocks, int V, std::span<VerifyOutcome> out,
             std::span<float> beta = {});
 

@@ -21,6 +21,7 @@
 #include "kernels/cuda/device_staging.h"
 #include "kernels/cuda/ops.h"
 #include "kernels/cuda/sampling.h"
+#include "kernels/cuda/sampling_host.h"
 #include "kernels/cuda/step_graphs.h"
 #include "kernels/cuda/stream_event.h"
 
@@ -275,26 +276,25 @@ class CudaBackend final : public Backend {
       });
   }
 
+  void sample_gumbel(const float* probs, int rows, int V, std::span<const NoiseKey> keys,
+                     int32_t* out) override {
+    use_device();
+    run_recorded_ops();
+    cuda::check_sample_gumbel(rows, V, keys);
+    if (rows == 0) return;
+    auto* ids = static_cast<int32_t*>(ids_.get(sizeof(int32_t) * rows, stream_));
+    cuda::sample_gumbel(probs, rows, V, stage(keys), ids, stream_);
+    std::vector<int32_t> drawn(static_cast<size_t>(rows));  // out untouched on an error
+    copy_to_host(ids, drawn.data(), sizeof(int32_t) * rows);
+    cuda::raise_gumbel_failures(drawn);
+    std::copy(drawn.begin(), drawn.end(), out);
+  }
 
   void verify(std::span<const VerifyBlock> blocks, int V, std::span<VerifyOutcome> out,
               std::span<float> beta) override {
     use_device();
     run_recorded_ops();
-    for (const VerifyBlock& block : blocks)  // interim, until the device kernel lands
-      require(block.coupling == Coupling::rejection, ErrorKind::invalid_argument,
-              "verify: the gumbel coupling is not on the CUDA backend yet");
-    require(V > 0, ErrorKind::invalid_argument, "verify: V must be > 0");
-    require(out.size() == blocks.size(), ErrorKind::invalid_argument,
-            "verify: out must have one entry per block");
-    size_t drafts = 0;
-    for (size_t b = 0; b < blocks.size(); ++b) {
-      cpu::check_verify_block(blocks[b], b, V, /*q_rows_on_host=*/false);
-      drafts += static_cast<size_t>(blocks[b].gamma);
-    }
-    require(beta.empty() || beta.size() == drafts, ErrorKind::invalid_argument, [&] {
-      return "verify: beta must be empty or have " + std::to_string(drafts) +
-             " entries (sum of gamma), got " + std::to_string(beta.size());
-    });
+    const size_t drafts = cuda::check_verify(blocks, V, out.size(), beta.size());
     if (blocks.empty()) return;
 
     // The drafted ids of every block, then the blocks pointing into them.
@@ -302,15 +302,8 @@ class CudaBackend final : public Backend {
     drafted.reserve(drafts);
     for (const VerifyBlock& block : blocks)
       drafted.insert(drafted.end(), block.drafted, block.drafted + block.gamma);
-    const int32_t* drafted_device = stage<int32_t>(drafted);
-    std::vector<cuda::DeviceVerifyBlock> device_blocks(blocks.size());
-    int at = 0;
-    for (size_t b = 0; b < blocks.size(); ++b) {
-      const VerifyBlock& block = blocks[b];
-      device_blocks[b] = {block.gamma,          drafted_device + at, block.p,   block.q,
-                          block.first_position, block.seed,          block.lenience, at};
-      at += block.gamma;
-    }
+    const std::vector<cuda::DeviceVerifyBlock> device_blocks =
+        cuda::device_verify_blocks(blocks, stage<int32_t>(drafted));
     const size_t out_bytes = sizeof(VerifyOutcome) * blocks.size();
     const size_t beta_bytes = sizeof(float) * drafts;
     char* results = static_cast<char*>(verify_results_.get(out_bytes + beta_bytes + 256, stream_));
@@ -329,16 +322,7 @@ class CudaBackend final : public Backend {
       TANDEM_CUDA_CHECK(cudaMemcpyAsync(host_beta.data(), betas, beta_bytes,
                                         cudaMemcpyDeviceToHost, stream_));
     synchronize();
-    for (size_t b = 0; b < blocks.size(); ++b) {
-      if (host_out[b].accepted == cuda::kVerifyBadDraftProbability)
-        throw Error(ErrorKind::invalid_argument,
-                    "blocks[" + std::to_string(b) + "].q gives a drafted token probability <= 0; "
-                    "pass the rows the draft sampled its tokens from");
-      if (host_out[b].accepted == cuda::kVerifyNoMass)
-        throw Error(ErrorKind::invalid_argument,
-                    "blocks[" + std::to_string(b) + "].p has no positive finite mass in the row "
-                    "the target's token is drawn from");
-    }
+    cuda::raise_verify_failures(host_out);
     std::copy(host_out.begin(), host_out.end(), out.begin());
     std::copy(host_beta.begin(), host_beta.end(), beta.begin());
   }

@@ -8,6 +8,7 @@
 #include <cstddef>
 #include <cstdint>
 
+#include "kernels/philox.h"
 #include "kernels/sampling_params.h"
 #include "kernels/verify_types.h"
 
@@ -41,6 +42,13 @@ void argmax(const float* logits, int rows, int V, int32_t* out, cudaStream_t str
 void sample(const float* probs, int rows, int V, const double* uniforms, int32_t* out,
             cudaStream_t stream);
 
+// out (rows) = cpu::gumbel_row(probs row, V, keys[row].seed, keys[row].position)
+// for each row: the Gumbel-max race (gumbel_device.cuh), -1 for a row with no
+// positive finite entry (the host turns it into an Error). keys (rows) and
+// out (rows) are device memory.
+void sample_gumbel(const float* probs, int rows, int V, const NoiseKey* keys, int32_t* out,
+                   cudaStream_t stream);
+
 // One block of Algorithm 1 as the device sees it (kernels/verify_types.h's
 // VerifyBlock with device pointers).
 struct DeviceVerifyBlock {
@@ -52,16 +60,20 @@ struct DeviceVerifyBlock {
   uint64_t seed = 0;
   float lenience = 1.0f;
   int beta_offset = 0;  // this block's first entry in beta
+  Coupling coupling = Coupling::rejection;  // gumbel: q is not read
 };
 
 // Codes a verification writes into VerifyOutcome::accepted when the block's
 // rows break the contract cpu::verify checks (the host turns them into an
-// Error naming the block): q_j(x_j) <= 0, or nothing to draw the token from.
+// Error naming the block): q_j(x_j) <= 0 (rejection blocks only), or nothing
+// to draw the token from, with that p row's index (0-based) in token.
 inline constexpr int kVerifyBadDraftProbability = -1;
 inline constexpr int kVerifyNoMass = -2;
 
 // out[b] = (n, t) of blocks[b], cpu::verify's definition with the same Philox
-// uniforms; beta (Σγ, device) or nullptr: β_j per drafted position.
+// uniforms (rejection) or the same Gumbel-max races (gumbel); blocks of both
+// couplings may share a call. beta (Σγ, device) or nullptr: β_j per drafted
+// position.
 // blocks (count) and out (count) are device memory. The host checks what
 // cpu::verify checks on the host side (γ >= 0, p non-null, drafted non-null
 // when γ > 0, ids in [0, V), lenience, first_position) before launching; the

@@ -11,12 +11,16 @@
 // The accept tests are the CPU's exact double expressions on the same Philox
 // uniforms, so n is bit-exact; the token is too except where inverse_cdf.cuh
 // says (u within ~1e-16 of a CDF boundary).
+// A gumbel block (Coupling::gumbel) takes steps 1 (ids only: q is not read)
+// and then verify_gumbel: the target's Gumbel-max race at each position
+// (gumbel_device.cuh), as cpu's verify_gumbel_block runs it.
 #include <cuda_runtime.h>
 
 #include <cstddef>
 #include <cstdint>
 
 #include "kernels/cuda/cuda_check.h"
+#include "kernels/cuda/gumbel_device.cuh"
 #include "kernels/cuda/inverse_cdf.cuh"
 #include "kernels/cuda/sampling.h"
 #include "kernels/cuda/sampling_device.cuh"
@@ -28,6 +32,7 @@ namespace {
 using namespace sampling;
 
 struct Storage : DrawStorage {
+  GumbelStorage gumbel;
   int bad_draft;
   int accepted;
 };
@@ -61,14 +66,16 @@ struct Residual {
 };
 
 // Whether every drafted token could have been drawn from its q row (cpu's
-// check_block). Out-of-range ids are refused here too, so no read strays
-// outside a row even if the host did not check them.
+// check_verify_block; a gumbel block's q is not read). Out-of-range ids are
+// refused here too, so no read strays outside a row even if the host did not
+// check them.
 __device__ bool drafts_are_valid(const DeviceVerifyBlock& b, int V, Storage& s) {
   if (threadIdx.x == 0) s.bad_draft = 0;
   __syncthreads();
   for (int j = threadIdx.x; j < b.gamma; j += kThreads) {
     const int32_t x = b.drafted[j];
-    const bool ok = x >= 0 && x < V && (b.q == nullptr || row(b.q, j, V)[x] > 0.0f);
+    const bool ok = x >= 0 && x < V &&
+                    (b.coupling == Coupling::gumbel || b.q == nullptr || row(b.q, j, V)[x] > 0.0f);
     if (!ok) s.bad_draft = 1;  // every writer writes the same value
   }
   __syncthreads();
@@ -139,6 +146,33 @@ __device__ int32_t correction_token(const DeviceVerifyBlock& b, int n, int V, St
   return inverse_cdf(p, V, mass, u, s.cdf, s.reduce);
 }
 
+// A gumbel block, cpu's verify_gumbel_block: t_j = the target's Gumbel-max
+// token of p_j at position first_position + j; x_j is kept while x_j == t_j,
+// and the first t_j that differs (or t_{γ+1}) is the token. beta_j = 1 if
+// x_j == t_j else 0 for every j, so with beta the races go on past n (a row
+// there without mass just gives beta 0, as on the CPU). A row that had to be
+// drawn from and has no mass gives (kVerifyNoMass, its index). Every thread
+// returns the same outcome.
+__device__ VerifyOutcome verify_gumbel(const DeviceVerifyBlock& b, int V, float* beta,
+                                       Storage& s) {
+  VerifyOutcome outcome;
+  bool decided = false;
+  for (int j = 0; j <= b.gamma; ++j) {
+    if (decided && (beta == nullptr || j == b.gamma)) break;  // only beta left to fill
+    const int32_t t = block_gumbel(row(b.p, j, V), V, b.seed, b.first_position + j, s.gumbel);
+    if (t < 0 && !decided) return VerifyOutcome{kVerifyNoMass, j};
+    const bool kept = j < b.gamma && b.drafted[j] == t;
+    if (beta != nullptr && j < b.gamma && threadIdx.x == 0) {
+      beta[b.beta_offset + j] = kept ? 1.0f : 0.0f;
+    }
+    if (!decided && !kept) {
+      outcome = VerifyOutcome{j, t};
+      decided = true;
+    }
+  }
+  return outcome;
+}
+
 __global__ void __launch_bounds__(kThreads)
     verify_kernel(const DeviceVerifyBlock* blocks, int V, VerifyOutcome* out, float* beta) {
   __shared__ Storage s;
@@ -149,11 +183,17 @@ __global__ void __launch_bounds__(kThreads)
     if (threadIdx.x == 0) out[blockIdx.x] = outcome;
     return;
   }
+  if (b.coupling == Coupling::gumbel) {  // the same for every thread of the block
+    outcome = verify_gumbel(b, V, beta, s);
+    if (threadIdx.x == 0) out[blockIdx.x] = outcome;
+    return;
+  }
   if (beta != nullptr) write_beta(b, V, beta, s);
   const int n = accepted_count(b, V, s);
   const int32_t token = correction_token(b, n, V, s);
   if (token < 0) {
     outcome.accepted = token;  // the error code
+    outcome.token = n;         // and the p row without mass
   } else {
     outcome.accepted = n;
     outcome.token = token;
