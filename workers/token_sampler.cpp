@@ -16,8 +16,13 @@ int32_t TokenSampler::pick(const float* logits_row, const SamplingParams& params
   }
   backend_.standardize(logits_row, 1, V_, std::span(&params, 1), probs_.data());
   // The row stays in backend memory; only the token comes back.
-  const double u = philox_uniform(params.seed, position, RandomPurpose::target_sample);
   int32_t token = 0;
+  if (params.coupling == Coupling::gumbel) {
+    const NoiseKey key{params.seed, position};
+    backend_.sample_gumbel(probs_.data(), 1, V_, std::span(&key, 1), &token);
+    return token;
+  }
+  const double u = philox_uniform(params.seed, position, RandomPurpose::target_sample);
   backend_.sample(probs_.data(), 1, V_, std::span(&u, 1), &token);
   return token;
 }

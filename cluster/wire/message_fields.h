@@ -29,6 +29,7 @@ void fields(V& v, M& m) {
   v("top_p", m.top_p);
   v("seed", m.seed);
   v("min_p", m.min_p);
+  v("coupling", m.coupling);
 }
 
 template <class V, Is<LogitProcessing> M>

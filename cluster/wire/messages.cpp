@@ -116,6 +116,13 @@ void check_fault(ByteReader& reader, const char* field, SessionFault fault) {
   if (value > kLastSessionFault) reader.fail(field, "unknown value " + std::to_string(value));
 }
 
+// A coupling the sender could have sent (sampling_params.h): anything else
+// is corruption, refused here rather than verified by chance.
+void check_coupling(ByteReader& reader, const char* field, Coupling coupling) {
+  if (coupling != Coupling::rejection && coupling != Coupling::gumbel)
+    reader.fail(field, "unknown value " + std::to_string(static_cast<int>(coupling)));
+}
+
 // Messages without relations between their fields.
 void check(ByteReader&, const Shutdown&) {}
 void check(ByteReader&, const WorkerReady&) {}
@@ -132,6 +139,7 @@ void check(ByteReader& reader, const DraftStep& message) {
   for (const DraftStep::Entry& entry : message.entries) {
     require_non_negative(reader, "entries.known", entry.known);
     require_non_negative(reader, "entries.gamma", entry.gamma);
+    check_coupling(reader, "entries.sampling.coupling", entry.sampling.coupling);
     if (entry.processing.size() > 1) reader.fail("entries.processing", "more than one entry");
   }
 }
@@ -161,6 +169,7 @@ void check_sequence(ByteReader& reader, const TargetStep::Sequence& sequence) {
   require_non_negative(reader, "sequences.logit_count", sequence.logit_count);
   require_non_negative(reader, "sequences.gamma", sequence.gamma);
   require_non_negative(reader, "sequences.q_first_row", sequence.q_first_row);
+  check_coupling(reader, "sequences.sampling.coupling", sequence.sampling.coupling);
   if (sequence.logit_count > tokens) {
     reader.fail("sequences.logit_count", std::to_string(sequence.logit_count) +
                                              " logits asked for " + std::to_string(tokens) + " tokens");

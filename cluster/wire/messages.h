@@ -46,7 +46,8 @@ using tandem::TokenLogprob;
 // 5: DraftReply and TargetResult carry each session's own fault;
 // 6: min_p, logit processing (and a TargetStep's history) for sessions that ask;
 //    logprobs: TargetStep sequences ask (logprobs, scored), TargetResult carries them
-constexpr uint16_t kFormatVersion = 6;
+// 7: SamplingParams carries the coupling (rejection or gumbel)
+constexpr uint16_t kFormatVersion = 7;
 
 enum class MessageType : uint16_t {
   draft_step = 1,

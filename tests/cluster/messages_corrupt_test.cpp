@@ -56,8 +56,8 @@ TEST(MessagesCorrupt, BadMagic) {
 TEST(MessagesCorrupt, OtherVersionNamesBothVersions) {
   for (const auto& sample : encoded_samples()) {
     Bytes bytes = sample.bytes;
-    bytes[4] = std::byte{7};
-    expect_corrupt([&] { sample.decode(bytes); }, {sample.name, "version 7", "version " + std::to_string(kFormatVersion)});
+    bytes[4] = std::byte{99};
+    expect_corrupt([&] { sample.decode(bytes); }, {sample.name, "version 99", "version " + std::to_string(kFormatVersion)});
   }
 }
 
@@ -155,6 +155,26 @@ TEST(MessagesCorrupt, SessionFaultsOutOfRangeOrMiscountedAreRejected) {
   expect_corrupt([&] { decode_draft_reply(encode(reply)); }, {"DraftReply", "faults", "2 proposals"});
   reply.faults.push_back(SessionFault::nonfinite_draft_logits);
   EXPECT_NO_THROW(decode_draft_reply(encode(reply)));
+}
+
+TEST(MessagesCorrupt, CouplingOutOfRangeIsRejected) {
+  // The coupling travels as its byte (0 rejection, 1 gumbel); any other
+  // value is corruption, in a DraftStep entry and a TargetStep sequence.
+  DraftStep draft;
+  draft.entries.emplace_back();
+  draft.entries[0].sampling.coupling = static_cast<Coupling>(2);
+  expect_corrupt([&] { decode_draft_step(encode(draft)); },
+                 {"DraftStep", "entries.sampling.coupling", "unknown value 2"});
+  draft.entries[0].sampling.coupling = Coupling::gumbel;
+  EXPECT_EQ(decode_draft_step(encode(draft)).entries[0].sampling.coupling, Coupling::gumbel);
+
+  TargetStep target;
+  target.sequences.emplace_back();
+  target.sequences[0].sampling.coupling = static_cast<Coupling>(255);
+  expect_corrupt([&] { decode_target_step(encode(target)); },
+                 {"TargetStep", "sequences.sampling.coupling", "unknown value 255"});
+  target.sequences[0].sampling.coupling = Coupling::gumbel;
+  EXPECT_EQ(decode_target_step(encode(target)).sequences[0].sampling.coupling, Coupling::gumbel);
 }
 
 TEST(MessagesCorrupt, TargetStepTruncationsNeedOneNonNegativeLengthEach) {

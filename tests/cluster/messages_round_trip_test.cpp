@@ -21,6 +21,7 @@ void expect_same(const SamplingParams& a, const SamplingParams& b) {
   EXPECT_EQ(a.top_p, b.top_p);
   EXPECT_EQ(a.seed, b.seed);
   EXPECT_EQ(a.min_p, b.min_p);
+  EXPECT_EQ(a.coupling, b.coupling);
 }
 
 void expect_same(const std::vector<LogitProcessing>& a, const std::vector<LogitProcessing>& b) {

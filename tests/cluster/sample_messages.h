@@ -29,7 +29,7 @@ inline LogitProcessing sample_processing() {
 inline wire::DraftStep sample_draft_step() {
   wire::DraftStep message;
   message.step = 0x0102030405060708ULL;
-  message.entries.push_back({7, 12, {1, 2, 3}, 4, {0.7f, 40, 0.9f, 99, 0.05f}, {sample_processing()}});
+  message.entries.push_back({7, 12, {1, 2, 3}, 4, {0.7f, 40, 0.9f, 99, 0.05f, Coupling::gumbel}, {sample_processing()}});
   message.entries.push_back({1ULL << 40, 0, {}, 0, {0.0f, 0, 1.0f, 0}});  // the smallest entry
   message.released = {3, 5, 1ULL << 63};
   return message;
@@ -79,7 +79,7 @@ inline wire::TargetStep sample_target_step() {
   verify.logit_count = 3;
   verify.verify = true;
   verify.gamma = 2;
-  verify.sampling = {0.8f, 50, 0.95f, 1ULL << 50};
+  verify.sampling = {0.8f, 50, 0.95f, 1ULL << 50, 0.0f, Coupling::gumbel};
   verify.first_position = 18;
   verify.lenience = 1.5f;
   verify.session = 12;

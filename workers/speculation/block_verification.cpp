@@ -60,6 +60,10 @@ std::vector<uint8_t> nonfinite_rows(Backend& backend, const float* logits, const
 SessionFault block_fault(const TargetStep::Sequence& s, const std::vector<uint8_t>& nonfinite,
                          size_t first_row, const float* processed_rows) {
   if (find_sampling_problem(s.sampling)) return SessionFault::bad_sampling;
+  // Lenient verification is Algorithm 1's; the verify op refuses it with
+  // the gumbel coupling (SpeculativeEngine::add refuses it first).
+  if (!s.sampling.greedy() && s.sampling.coupling == Coupling::gumbel && s.lenience != 1.0f)
+    return SessionFault::bad_sampling;
   if (!s.processing.empty() && s.processing.front().active() && processed_rows == nullptr)
     return SessionFault::bad_sampling;  // processing the ops refuse (logit_processing.h)
   for (size_t r = 0; r < static_cast<size_t>(s.logit_count); ++r)
@@ -128,22 +132,24 @@ void verify_blocks(Backend& backend, int V, const float* logits, const TargetSte
       continue;
     }
     // q rows: in this process, rows q_first_row.. of those that came over
-    // the q rows link, or none (one-hot at the drafts).
+    // the q rows link, or none (one-hot at the drafts). The gumbel coupling
+    // reads none: a draft is kept iff it is the target's own draw.
     DeviceRows q;
     size_t first = 0;
-    if (s.q_source == QSource::local) {
+    const bool gumbel = s.sampling.coupling == Coupling::gumbel;
+    if (!gumbel && s.q_source == QSource::local) {
       require(!local_q.empty(), ErrorKind::internal, [&] {
         return "session " + std::to_string(s.session) + "'s q rows are local, but none came";
       });
       q = local_q[index];
-    } else if (s.q_source == QSource::draft_rank) {
+    } else if (!gumbel && s.q_source == QSource::draft_rank) {
       require(draft_rank_rows != nullptr, ErrorKind::internal,
               "a block's q rows are at the draft rank, but this rank cannot receive them");
       q = draft_rank_rows->rows(s.session, s.q_step, V);
       first = static_cast<size_t>(s.q_first_row) * V;
     }
     const size_t needed = static_cast<size_t>(s.gamma) * V;
-    const bool has_q = s.q_source != QSource::one_hot;
+    const bool has_q = s.q_source != QSource::one_hot && !gumbel;
     require(!has_q || first + needed <= q.size(), ErrorKind::internal, [&] {
       return "session " + std::to_string(s.session) + " has " + std::to_string(q.size()) +
              " q values for " + std::to_string(s.gamma) + " drafts from row " +
@@ -153,7 +159,7 @@ void verify_blocks(Backend& backend, int V, const float* logits, const TargetSte
     backend.standardize(from[index], s.gamma + 1, V, std::span(&s.sampling, 1),
                         probs.data() + offset);
     sampled.push_back({s.gamma, drafts, probs.data() + offset, nullptr, s.first_position,
-                       s.sampling.seed, s.lenience});
+                       s.sampling.seed, s.lenience, s.sampling.coupling});
     sampled_q.push_back(std::move(q));
     sampled_of.push_back(verified++);
     sampled_drafts += s.gamma;
@@ -167,6 +173,10 @@ void verify_blocks(Backend& backend, int V, const float* logits, const TargetSte
   if (!sampled.empty()) backend.verify(sampled, V, sampled_out, betas);
   if (!greedy.empty()) backend.verify_greedy(greedy, greedy_out);
 
+  // β_j estimates the acceptance rate of the block's coupling: Σ min(p_j, q_j)
+  // under rejection, and under gumbel 1 where the draft equals the target's
+  // draw at its position (both drawn from the same prefix with the same
+  // noise), else 0; the γ controller's α is their mean either way.
   size_t beta_at = 0;
   for (size_t k = 0; k < sampled.size(); ++k) {
     TargetResult::Outcome& out = outcomes[sampled_of[k]];

@@ -39,7 +39,8 @@ struct DraftProposal {
   std::vector<int32_t> tokens;  // x_1..x_γ' (γ' <= the requested γ)
   // (γ', V) standardized rows q_1..q_γ' each x_j was drawn from, in the
   // drafter's backend memory; empty when the drafter is deterministic (q
-  // one-hot at x_j) or the session is greedy.
+  // one-hot at x_j) or the session is greedy. (Verification of a gumbel
+  // block does not read them.)
   DeviceRows q;
   // The rows exist but went from the draft rank straight to target rank 0
   // (a drafter on its own rank); q stays empty here. They are rows
@@ -58,7 +59,9 @@ class Drafter {
   virtual std::string name() const = 0;
   // Proposals for every request at once (batched); proposals[i] answers
   // requests[i]. Randomness: x_j at absolute position p is drawn with
-  // philox_uniform(seed, p, draft_sample). A request's tokens may run past
+  // philox_uniform(seed, p, draft_sample), or for a session with the gumbel
+  // coupling by the Gumbel race with NoiseKey{seed, p}, the target's own
+  // noise at p (kernels/philox.h). A request's tokens may run past
   // the committed text (drafting ahead of a block under verification): the
   // drafter keeps what it fed until commit() says how much of it stands.
   // The proposals' q rows are written when propose() returns, so another

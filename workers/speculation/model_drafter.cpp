@@ -142,8 +142,10 @@ void ModelDrafter::choose_tokens(std::span<const DraftRequest> requests,
   // Then the rows of sessions with logit processing are processed (after
   // the check: min_tokens masks with -inf on purpose).
   logits = process_round(requests, drafting, proposals, logits);
-  std::vector<int32_t> sampled_rows;
-  std::vector<SamplingParams> sampled_params;
+  // The sampled rows, those drawn by inverse CDF (rejection coupling) first,
+  // then those drawn by the Gumbel-max race: each kind is one op over
+  // consecutive rows.
+  std::vector<int32_t> sampled_rows, gumbel_rows;
   bool any_greedy = false;
   for (size_t row = 0; row < drafting.size(); ++row) {
     if (nonfinite[row]) {
@@ -152,11 +154,15 @@ void ModelDrafter::choose_tokens(std::span<const DraftRequest> requests,
     }
     const SamplingParams& sampling = requests[drafting[row]].sampling;
     any_greedy |= sampling.greedy();
-    if (!sampling.greedy()) {
-      sampled_rows.push_back(static_cast<int32_t>(row));
-      sampled_params.push_back(sampling);
-    }
+    if (sampling.greedy()) continue;
+    (sampling.coupling == Coupling::gumbel ? gumbel_rows : sampled_rows)
+        .push_back(static_cast<int32_t>(row));
   }
+  const size_t by_inverse_cdf = sampled_rows.size();
+  sampled_rows.insert(sampled_rows.end(), gumbel_rows.begin(), gumbel_rows.end());
+  std::vector<SamplingParams> sampled_params;
+  for (int32_t row : sampled_rows)
+    sampled_params.push_back(requests[drafting[static_cast<size_t>(row)]].sampling);
   if (any_greedy) backend.argmax(logits, rows, V, round_tokens_.data());
   if (sampled_rows.empty()) return;
 
@@ -167,15 +173,28 @@ void ModelDrafter::choose_tokens(std::span<const DraftRequest> requests,
   const int sampled = static_cast<int>(sampled_rows.size());
   float* probs = q_rounds_.data() + q_rows_used_ * static_cast<size_t>(V);
   backend.standardize(sampled_logits_.data(), sampled, V, sampled_params, probs);
-  // Each session's draw from its own Philox stream, where the rows are.
+  // Each session's draw from its own Philox stream at the absolute position
+  // of the token being drafted, where the rows are. Rejection: the
+  // draft_sample uniform (Algorithm 1's x ~ q). Gumbel: the race with the
+  // noise the target's own draw at that position uses, so that the draft
+  // proposes what the target draws whenever q and p are alike
+  // (kernels/philox.h); the q rows stay as they are for whatever reads them.
   std::vector<double> uniforms;
-  for (int32_t row : sampled_rows) {
-    const DraftRequest& r = requests[drafting[static_cast<size_t>(row)]];
+  std::vector<NoiseKey> keys;
+  for (size_t k = 0; k < sampled_rows.size(); ++k) {
+    const DraftRequest& r = requests[drafting[static_cast<size_t>(sampled_rows[k])]];
     const int64_t position = static_cast<int64_t>(r.tokens.size()) + round - 1;
-    uniforms.push_back(philox_uniform(r.sampling.seed, position, RandomPurpose::draft_sample));
+    if (k < by_inverse_cdf)
+      uniforms.push_back(philox_uniform(r.sampling.seed, position, RandomPurpose::draft_sample));
+    else
+      keys.push_back(NoiseKey{r.sampling.seed, position});
   }
   std::vector<int32_t> drawn(sampled_rows.size());
-  backend.sample(probs, sampled, V, uniforms, drawn.data());
+  const int inverse = static_cast<int>(by_inverse_cdf);
+  if (inverse > 0) backend.sample(probs, inverse, V, uniforms, drawn.data());
+  if (sampled > inverse)
+    backend.sample_gumbel(probs + by_inverse_cdf * static_cast<size_t>(V), sampled - inverse, V,
+                          keys, drawn.data() + by_inverse_cdf);
   for (int k = 0; k < sampled; ++k) {
     const size_t row = static_cast<size_t>(sampled_rows[static_cast<size_t>(k)]);
     round_tokens_[row] = drawn[static_cast<size_t>(k)];

@@ -1,7 +1,10 @@
 // ModelDrafter: a small Llama (the paper's M_q) drafting γ tokens per session
 // with batched forward passes: one pass that catches each session's draft
 // cache up with its committed tokens and yields x_1, then one pass per
-// further token for the sessions that still want one.
+// further token for the sessions that still want one. Sampled sessions draw
+// from their standardized rows by their coupling: inverse CDF with the
+// draft_sample uniform (rejection), or the Gumbel race with the target's
+// noise at the token's position (gumbel).
 #pragma once
 
 #include <future>

@@ -193,6 +193,13 @@ void SpeculativeEngine::check(const SpeculationRequest& request) const {
     });
   require(request.lenience > 0.0f && request.lenience <= 1.0f, ErrorKind::invalid_argument,
           "lenience: must be in (0, 1] (1 = lossless)");
+  // A gumbel draft is kept iff it is the target's own token: there is no
+  // test to be lenient in (greedy sessions ignore the coupling).
+  require(request.lenience == 1.0f || request.sampling.greedy() ||
+              request.sampling.coupling != Coupling::gumbel,
+          ErrorKind::invalid_argument,
+          "lenience: must be 1 with the gumbel coupling (lenient verification is the rejection "
+          "coupling's)");
   require(request.gamma.gamma >= 0 && request.gamma.gamma <= 64, ErrorKind::invalid_argument,
           "gamma: must be in [0, 64]");
   drafting_.index_of(request.drafter);  // throws naming the drafters there are
