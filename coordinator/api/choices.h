@@ -33,7 +33,7 @@ Usage total_usage(const std::vector<Usage>& usages, int per_prompt);
 
 // One report for several sequences: steps, drafted and accepted tokens
 // summed, α their mean weighted by drafted tokens, lossless only when every one was; the
-// policy and drafter are the first's (every sequence of a request has the same).
+// policy, drafter and coupling are the first's (every sequence of a request has the same).
 SpeculationReport total_speculation(const std::vector<SpeculationReport>& reports);
 
 }  // namespace tandem::api

@@ -4,6 +4,7 @@
 #include <limits>
 
 #include "coordinator/api/choice_fields.h"
+#include "coordinator/api/coupling_choice.h"
 #include "coordinator/api/json_fields.h"
 #include "coordinator/api/logprob_fields.h"
 #include "coordinator/api/processing_fields.h"
@@ -169,8 +170,8 @@ DrafterChoice read_drafter(const Json& value) {
                                                  value.dump() + ".");
 }
 
-// {"gamma": ..., "drafter": ..., "pipeline": bool}, true (the server's
-// defaults) or false (none).
+// {"gamma": ..., "drafter": ..., "pipeline": bool, "coupling": ...}, true
+// (the server's defaults) or false (none).
 void read_speculation(const Json& value, const RequestLimits&, CompletionRequest& request) {
   SpeculationChoice& choice = request.speculation;
   const GammaChoice no_drafting{.automatic = false, .gamma = 0};
@@ -180,7 +181,7 @@ void read_speculation(const Json& value, const RequestLimits&, CompletionRequest
   }
   if (!value.is_object()) throw wrong_type("speculation", "an object or a boolean", value);
   for (const auto& [key, item] : read_object(value, "speculation")) {
-    if (key != "gamma" && key != "drafter" && key != "pipeline")
+    if (key != "gamma" && key != "drafter" && key != "pipeline" && key != "coupling")
       throw unrecognized("speculation." + key);
   }
   const Json::object_t& fields = value.get_ref<const Json::object_t&>();
@@ -193,6 +194,9 @@ void read_speculation(const Json& value, const RequestLimits&, CompletionRequest
   if (const auto it = fields.find("pipeline"); it != fields.end() && !it->second.is_null()) {
     if (!it->second.is_boolean()) throw wrong_type("speculation.pipeline", "a boolean", it->second);
     choice.pipeline = it->second.get<bool>();
+  }
+  if (const auto it = fields.find("coupling"); it != fields.end() && !it->second.is_null()) {
+    choice.coupling = read_coupling(it->second);
   }
   if (choice.drafter == DrafterChoice::none) {
     if (choice.gamma && *choice.gamma != no_drafting) {

@@ -7,8 +7,9 @@
 // something other than what the client asked for); unknown fields are refused
 // with OpenAI's own wording. Extensions: `top_k`, `ignore_eos`, `repetition_penalty`,
 // `min_p`, `min_tokens`, `stop_token_ids` (as vLLM; processing_fields.h) and `speculation`
-// ({"gamma": 0..64 | "auto", "drafter": "model" | "ngram" | "none"}, or
-// false for no speculation). A null field is the same as an absent one.
+// ({"gamma": 0..64 | "auto", "drafter": "model" | "ngram" | "none",
+// "pipeline": bool, "coupling": "rejection" | "gumbel" | "auto"}, or false
+// for no speculation; coupling_choice.h). A null field is the same as an absent one.
 // Pure functions: thread-safe.
 #pragma once
 
@@ -22,6 +23,7 @@
 #include "coordinator/api/api_error.h"
 #include "coordinator/api/json_body.h"  // parse_request_body, for both routes
 #include "coordinator/api/json_fields.h"
+#include "coordinator/config/coupling_setting.h"
 #include "workers/speculation/logit_processing.h"
 
 namespace tandem {
@@ -68,6 +70,9 @@ struct SpeculationChoice {
   std::optional<GammaChoice> gamma;
   std::optional<DrafterChoice> drafter;
   bool pipeline = true;  // false: never drafted ahead or apart (lockstep steps)
+  // How tokens are drawn and drafts checked; automatic: the deployment's
+  // sampling.coupling decides (coupling_choice.h resolves it).
+  CouplingSetting coupling = CouplingSetting::automatic;
 };
 
 // Text to tokenize, or token ids taken as they are.

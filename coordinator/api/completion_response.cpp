@@ -50,6 +50,7 @@ Json speculation_object(const SpeculationReport& report) {
   out["gamma_policy"] = report.gamma_policy;
   out["drafter"] = report.drafter;
   out["lossless"] = report.lossless;
+  out["coupling"] = report.coupling;
   return out;
 }
 

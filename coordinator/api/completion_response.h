@@ -31,6 +31,7 @@ struct SpeculationReport {
   std::string gamma_policy;    // "auto" or the fixed γ, e.g. "4"
   std::string drafter;         // "model", "ngram" or "none"
   bool lossless = true;        // output has exactly the target's distribution
+  std::string coupling = "rejection";  // the coupling that ran: "rejection" or "gumbel"
 };
 
 struct Usage {

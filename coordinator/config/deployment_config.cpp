@@ -52,7 +52,7 @@ const Keys kPlacementKeys = {"backend",          "weight_dtype",   "cuda_graphs"
 const Keys kSchedulerKeys = {"max_running_sessions", "max_queued_requests",
                              "step_token_budget",    "kv_blocks",
                              "block_size",           "draft_kv_blocks"};
-const Keys kSamplingKeys = {"temperature", "top_p", "top_k", "max_tokens"};
+const Keys kSamplingKeys = {"temperature", "top_p", "top_k", "max_tokens", "coupling"};
 const Keys kLimitsKeys = {"max_tokens", "max_prompt_tokens", "max_stop_sequences"};
 
 constexpr std::int64_t kIntMax = INT_MAX;
@@ -276,6 +276,10 @@ SamplingDefaults read_sampling(const ConfigSection& section) {
   sampling.top_k = static_cast<int>(section.integer("top_k", sampling.top_k, 0, kIntMax));
   sampling.max_tokens =
       static_cast<int>(section.integer("max_tokens", sampling.max_tokens, 1, kIntMax));
+  const std::string coupling = section.word("coupling", "auto", {"rejection", "gumbel", "auto"});
+  sampling.coupling = coupling == "rejection" ? CouplingSetting::rejection
+                      : coupling == "gumbel"  ? CouplingSetting::gumbel
+                                              : CouplingSetting::automatic;
   return sampling;
 }
 
@@ -393,6 +397,15 @@ DeploymentConfig parse_deployment(const std::string& yaml_text, const std::strin
     sampling.fail("max_tokens", "the default (" + std::to_string(deployment.sampling.max_tokens) +
                                     ") must be <= limits.max_tokens (" +
                                     std::to_string(deployment.limits.max_tokens) + ")");
+  }
+  // Lenience loosens Algorithm 1's accept test; the Gumbel coupling has no
+  // such test to loosen (a draft is kept iff it is the target's own token).
+  if (deployment.sampling.coupling == CouplingSetting::gumbel && deployment.speculation.lenience < 1.0) {
+    std::ostringstream lenience;
+    lenience << deployment.speculation.lenience;
+    sampling.fail("coupling", "gumbel cannot run with speculation.lenience below 1 (" + lenience.str() +
+                                  "): lenience loosens rejection sampling's test; use rejection or "
+                                  "auto, or set lenience to 1");
   }
   return deployment;
 }

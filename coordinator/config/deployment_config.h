@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "cluster/layout/cluster_layout.h"  // RankPlacement
+#include "coordinator/config/coupling_setting.h"
 #include "kernels/backend.h"  // BackendKind
 #include "workers/speculation/pipeline_policy.h"
 #include "workers/speculation/speculation_tuning.h"
@@ -107,6 +108,7 @@ struct SamplingDefaults {
   double top_p = 1.0;
   int top_k = 0;  // 0: off
   int max_tokens = 16;
+  CouplingSetting coupling = CouplingSetting::automatic;  // coupling_setting.h
 };
 
 // limits: what a request may ask for.

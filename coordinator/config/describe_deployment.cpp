@@ -109,7 +109,8 @@ std::string describe(const DeploymentConfig& config) {
   out << "sampling: temperature " << number(config.sampling.temperature) << ", top_p "
       << number(config.sampling.top_p) << ", top_k "
       << (config.sampling.top_k == 0 ? "off" : std::to_string(config.sampling.top_k))
-      << ", max_tokens " << config.sampling.max_tokens << "\n";
+      << ", max_tokens " << config.sampling.max_tokens << ", coupling "
+      << coupling_setting_name(config.sampling.coupling) << "\n";
   out << "limits: max_tokens " << config.limits.max_tokens << ", prompts up to "
       << (config.limits.max_prompt_tokens == 0
               ? "the model's context"

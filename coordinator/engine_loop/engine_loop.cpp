@@ -296,6 +296,7 @@ void EngineLoop::end(SessionKey key, Active& active, const SpeculationStats& sta
   end.speculation.gamma_policy = active.job.gamma_policy;
   end.speculation.drafter = active.job.request.drafter;
   end.speculation.lossless = active.job.request.lenience >= 1.0f;
+  end.speculation.coupling = coupling_name(active.job.request.sampling.coupling);
   if (active.first_token)
     end.time_to_first_token = seconds_between(active.job.received, *active.first_token);
   beta_sum_ += stats.beta_sum;

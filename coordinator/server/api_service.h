@@ -62,6 +62,7 @@ struct ServiceSettings {
   std::string drafter;            // the default drafter: model | ngram | none
   std::vector<std::string> drafters;  // the drafters this deployment has
   float lenience = 1.0f;
+  CouplingSetting coupling = CouplingSetting::automatic;  // the deployment's sampling.coupling
 };
 
 class ApiService {

@@ -8,6 +8,7 @@
 #include "common/error.h"
 #include "coordinator/api/choices.h"
 #include "coordinator/api/completion_response.h"
+#include "coordinator/api/coupling_choice.h"
 #include "coordinator/api/token_logprobs.h"
 #include "coordinator/server/api_service.h"
 #include "coordinator/server/job_flow.h"
@@ -109,6 +110,12 @@ CompletionJob ApiService::make_job(const api::CompletionRequest& request,
   engine_request.sampling.top_k = request.top_k;
   engine_request.sampling.seed = api::choice_seed(request.seed, 0);
   engine_request.sampling.min_p = static_cast<float>(request.min_p);
+  // Seeded or not is the request's, so every choice of it runs the same
+  // coupling (choice_jobs only changes the seed).
+  engine_request.sampling.coupling = api::resolve_coupling({.requested = request.speculation.coupling,
+                                                            .deployed = settings_.coupling,
+                                                            .seeded = request.seed.has_value(),
+                                                            .lenience = settings_.lenience});
   engine_request.processing = request.processing;
   if (request.processing.min_tokens > request.max_tokens)
     throw api::invalid_request("min_tokens", "Invalid 'min_tokens': " +

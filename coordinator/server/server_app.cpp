@@ -52,6 +52,7 @@ ServiceSettings service_settings(const DeploymentConfig& config) {
   settings.drafters = {"ngram", "none"};
   if (config.draft) settings.drafters.insert(settings.drafters.begin(), "model");
   settings.lenience = static_cast<float>(config.speculation.lenience);
+  settings.coupling = config.sampling.coupling;
   return settings;
 }
 

@@ -63,7 +63,7 @@ TEST(ChatRequest, SharedFieldsAreReadAsCompletionsReadThem) {
       "max_tokens": 9, "temperature": 0, "top_p": 0.5, "top_k": 3, "seed": -1, "stop": ["a", "b"],
       "stream": true, "stream_options": {"include_usage": true}, "n": 1, "user": "u",
       "presence_penalty": 0, "frequency_penalty": 0, "logit_bias": {}, "ignore_eos": true,
-      "speculation": {"gamma": 3, "drafter": "ngram", "pipeline": false}})");
+      "speculation": {"gamma": 3, "drafter": "ngram", "pipeline": false, "coupling": "gumbel"}})");
   const api::CompletionRequest& s = request.sampling;
   EXPECT_EQ(s.max_tokens, 9);
   EXPECT_TRUE(request.max_tokens_given);
@@ -79,6 +79,7 @@ TEST(ChatRequest, SharedFieldsAreReadAsCompletionsReadThem) {
   EXPECT_EQ(s.speculation.gamma->gamma, 3);
   EXPECT_EQ(s.speculation.drafter, api::DrafterChoice::ngram);
   EXPECT_FALSE(s.speculation.pipeline);
+  EXPECT_EQ(s.speculation.coupling, CouplingSetting::gumbel);
 }
 
 TEST(ChatRequest, MaxCompletionTokensWinsOverMaxTokens) {
@@ -104,6 +105,7 @@ TEST(ChatRequest, SharedFieldsAreRefusedWithTheirParam) {
   expect_refused(head + R"("stop": [""]})", "stop");
   expect_refused(head + R"("seed": "x"})", "seed");
   expect_refused(head + R"("speculation": {"gamma": 99}})", "speculation.gamma");
+  expect_refused(head + R"("speculation": {"coupling": "coupled"}})", "speculation.coupling");
   expect_refused(head + R"("stream_options": {"include_usage": true}})", "stream_options");
   expect_refused(head + R"("presence_penalty": 3})", "presence_penalty");
   expect_refused(head + R"("repetition_penalty": 0})", "repetition_penalty");

@@ -198,6 +198,22 @@ TEST(CompletionRequest, AcceptsEveryFieldInItsValidForms) {
          EXPECT_FALSE(r.speculation.gamma.has_value());
        }},
       {with_prompt(R"("speculation": {})"), [](auto& r) { EXPECT_FALSE(r.speculation.gamma.has_value()); }},
+      {with_prompt(R"("speculation": {})"),
+       [](auto& r) { EXPECT_EQ(r.speculation.coupling, CouplingSetting::automatic); }},
+      {with_prompt(R"("speculation": {"coupling": "gumbel"})"),
+       [](auto& r) { EXPECT_EQ(r.speculation.coupling, CouplingSetting::gumbel); }},
+      {with_prompt(R"("speculation": {"coupling": "rejection", "gamma": 3})"),
+       [](auto& r) {
+         EXPECT_EQ(r.speculation.coupling, CouplingSetting::rejection);
+         EXPECT_EQ(r.speculation.gamma, (GammaChoice{.automatic = false, .gamma = 3}));
+       }},
+      {with_prompt(R"("speculation": {"coupling": "auto"})"),
+       [](auto& r) { EXPECT_EQ(r.speculation.coupling, CouplingSetting::automatic); }},
+      {with_prompt(R"("speculation": {"coupling": null})"),
+       [](auto& r) { EXPECT_EQ(r.speculation.coupling, CouplingSetting::automatic); }},
+      // Plain decoding samples by the coupling too (a seed's text is the same with speculation off).
+      {with_prompt(R"("speculation": {"drafter": "none", "coupling": "gumbel"})"),
+       [](auto& r) { EXPECT_EQ(r.speculation.coupling, CouplingSetting::gumbel); }},
   };
   for (const AcceptCase& c : cases) {
     SCOPED_TRACE(c.body);
@@ -343,6 +359,11 @@ TEST(CompletionRequest, RefusesBadSpeculationNamingTheInnerField) {
       {with_prompt(R"("speculation": {"lenience": 0.5})"), 400, "speculation.lenience",
        "Unrecognized request argument supplied: speculation.lenience"},
       {with_prompt(R"("speculation": "auto")"), 400, "speculation", "an object or a boolean"},
+      {with_prompt(R"("speculation": {"coupling": "maximal"})"), 400, "speculation.coupling",
+       "Expected one of \"rejection\", \"gumbel\", \"auto\", but got \"maximal\""},
+      {with_prompt(R"("speculation": {"coupling": "Gumbel"})"), 400, "speculation.coupling", "\"gumbel\""},
+      {with_prompt(R"("speculation": {"coupling": 1})"), 400, "speculation.coupling", "expected a string"},
+      {with_prompt(R"("speculation": {"coupling": true})"), 400, "speculation.coupling", "expected a string"},
       {with_prompt(R"("speculation": 4)"), 400, "speculation", "an object or a boolean"},
   });
 }

@@ -39,12 +39,13 @@ SpeculationReport sample_report() {
   report.gamma_policy = "auto";
   report.drafter = "model";
   report.lossless = true;
+  report.coupling = "gumbel";
   return report;
 }
 
 void expect_report(const json& got, const SpeculationReport& want) {
   EXPECT_EQ(keys_of(got), sorted(Keys{"target_steps", "draft_tokens", "accepted_tokens", "acceptance_rate",
-                               "gamma_policy", "drafter", "lossless"}));
+                               "gamma_policy", "drafter", "lossless", "coupling"}));
   EXPECT_EQ(got.at("target_steps"), want.target_steps);
   EXPECT_EQ(got.at("draft_tokens"), want.draft_tokens);
   EXPECT_EQ(got.at("accepted_tokens"), want.accepted_tokens);
@@ -52,6 +53,7 @@ void expect_report(const json& got, const SpeculationReport& want) {
   EXPECT_EQ(got.at("gamma_policy"), want.gamma_policy);
   EXPECT_EQ(got.at("drafter"), want.drafter);
   EXPECT_EQ(got.at("lossless"), want.lossless);
+  EXPECT_EQ(got.at("coupling"), want.coupling);
 }
 
 void expect_usage(const json& got, const Usage& want) {

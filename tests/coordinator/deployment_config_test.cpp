@@ -155,6 +155,7 @@ TEST(DeploymentConfig, DefaultsFillEverythingButTheTarget) {
   EXPECT_EQ(config.sampling.top_p, 1.0);
   EXPECT_EQ(config.sampling.top_k, 0);
   EXPECT_EQ(config.sampling.max_tokens, 16);
+  EXPECT_EQ(config.sampling.coupling, CouplingSetting::automatic);
   EXPECT_EQ(config.limits.max_tokens, 4096);
   EXPECT_EQ(config.limits.max_prompt_tokens, 0);
   EXPECT_EQ(config.limits.max_stop_sequences, 4);
@@ -164,6 +165,29 @@ TEST(DeploymentConfig, EmptySectionsTakeTheirDefaults) {
   const DeploymentConfig config = parse_deployment(kTarget + "server:\nsampling:\n", "deploy.yaml");
   EXPECT_EQ(config.server.port, 8080);
   EXPECT_EQ(config.sampling.max_tokens, 16);
+}
+
+TEST(DeploymentConfig, SamplingCouplingTakesItsThreeWords) {
+  for (const CouplingSetting setting :
+       {CouplingSetting::rejection, CouplingSetting::gumbel, CouplingSetting::automatic}) {
+    const std::string word = coupling_setting_name(setting);
+    const DeploymentConfig config =
+        parse_deployment(kTarget + "sampling:\n  coupling: " + word + "\n", "deploy.yaml");
+    EXPECT_EQ(config.sampling.coupling, setting) << word;
+    EXPECT_NE(describe(config).find("coupling " + word + "\n"), std::string::npos) << describe(config);
+  }
+}
+
+TEST(DeploymentConfig, GumbelCouplingRefusesLenienceNamingTheKeyAndLine) {
+  EXPECT_EQ(error_of(kTarget + "speculation:\n  lenience: 0.5\nsampling:\n  temperature: 1\n  coupling: gumbel\n"),
+            "deploy.yaml:8: sampling.coupling: gumbel cannot run with speculation.lenience below 1 (0.5): "
+            "lenience loosens rejection sampling's test; use rejection or auto, or set lenience to 1");
+  // auto and rejection run under lenience (auto resolves to rejection there).
+  for (const std::string word : {"auto", "rejection"}) {
+    const DeploymentConfig config = parse_deployment(
+        kTarget + "speculation:\n  lenience: 0.5\nsampling:\n  coupling: " + word + "\n", "deploy.yaml");
+    EXPECT_EQ(config.speculation.lenience, 0.5);
+  }
 }
 
 TEST(DeploymentConfig, DraftModelMakesModelTheDefaultDrafter) {

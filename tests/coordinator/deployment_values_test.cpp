@@ -121,6 +121,8 @@ TEST(DeploymentConfigErrors, RejectsEachBadValueWithItsKeyAndLine) {
       {"sampling", "top_p", "0", "must be in (0, 1], got 0"},
       {"sampling", "top_k", "-1", "must be >= 0, got -1"},
       {"sampling", "max_tokens", "0", "must be >= 1, got 0"},
+      {"sampling", "coupling", "gumbell", "must be one of rejection, gumbel, auto, got \"gumbell\""},
+      {"sampling", "coupling", "Auto", "must be one of rejection, gumbel, auto, got \"Auto\""},
       {"limits", "max_tokens", "0", "must be >= 1, got 0"},
       {"limits", "max_tokens", "99999999999", "must be in [1, 2147483647], got 99999999999"},
       {"limits", "max_prompt_tokens", "-1", "must be >= 0, got -1"},

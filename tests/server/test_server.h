@@ -30,6 +30,7 @@ struct TinyDeployment {
   std::string server;       // extra lines under server:
   std::string scheduler;    // lines under scheduler:
   std::string speculation;  // lines under speculation:
+  std::string sampling;     // lines under sampling:
   bool draft = true;
   // On CUDA: every matmul on the batch-invariant kernel, for tests whose
   // claim is that a request's output does not depend on its neighbours
@@ -48,6 +49,7 @@ struct TinyDeployment {
     if (draft) out << "  draft:\n    path: " << tiny << "/draft\n";
     if (!scheduler.empty()) out << "scheduler:\n" << scheduler;
     if (!speculation.empty()) out << "speculation:\n" << speculation;
+    if (!sampling.empty()) out << "sampling:\n" << sampling;
     if (const char* backend = std::getenv("TANDEM_TEST_BACKEND")) {
       out << "placement:\n  backend: " << backend << "\n";
       if (batch_invariant) out << "  batch_invariant: true\n";
