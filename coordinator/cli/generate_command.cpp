@@ -30,6 +30,7 @@ struct GenerateFlags {
   double top_p = 1;
   std::int64_t seed = 0;
   std::string gamma = "4";
+  std::string coupling = "auto";
   int max_gamma = 8;
   double lenience = 1;
   bool stats = false, no_special = false, ngram = false;
@@ -48,6 +49,23 @@ GammaPolicy parse_gamma(const GenerateFlags& flags) {
             "--gamma wants a draft length >= 0 or 'auto', got '" + text + "'");
   }
   return policy;
+}
+
+// --coupling: the CLI always draws with a seed (--seed, 0 by default), so
+// auto is the gumbel coupling, as it is for a seeded request to the server,
+// except under lenience below 1, which only Algorithm 1 (rejection) has.
+Coupling parse_coupling(const GenerateFlags& flags) {
+  const bool lenient = flags.lenience < 1;
+  if (flags.coupling == "rejection") return Coupling::rejection;
+  if (flags.coupling == "gumbel") {
+    require(!lenient, ErrorKind::invalid_argument,
+            "--coupling gumbel cannot be lenient: --lenience below 1 is Algorithm 1's "
+            "(use --coupling rejection or auto)");
+    return Coupling::gumbel;
+  }
+  require(flags.coupling == "auto", ErrorKind::invalid_argument,
+          "--coupling wants rejection, gumbel or auto, got '" + flags.coupling + "'");
+  return lenient ? Coupling::rejection : Coupling::gumbel;
 }
 
 int run_plain(OpenModel& open, const DecodeRequest& request, StreamingDecoder& text, bool stats_wanted) {
@@ -121,6 +139,7 @@ int generate(const GenerateFlags& flags) {
   sampling.top_k = flags.top_k;
   sampling.top_p = static_cast<float>(flags.top_p);
   sampling.seed = static_cast<uint64_t>(flags.seed);
+  sampling.coupling = parse_coupling(flags);
   require(sampling.temperature >= 0, ErrorKind::invalid_argument,
           "--temperature must be >= 0 (0 = greedy)");
   std::vector<int32_t> stop_ids = open.target.model->config().eos_token_ids;
@@ -159,6 +178,11 @@ Run define_generate(Command& command) {
             "tokens drafted per step (>= 0), or auto (chosen from measured alpha and costs)")
       .type_name("N|auto");
   add_value(command, "--max-gamma", flags->max_gamma, "the largest gamma auto may choose");
+  add_value(command, "--coupling", flags->coupling,
+            "how samples are drawn and drafts checked: gumbel (the output is the plain "
+            "seeded output whatever the drafter and gamma), rejection (Algorithm 1, accepts "
+            "more), or auto (gumbel unless --lenience < 1)")
+      .type_name("rejection|gumbel|auto");
   add_value(command, "--lenience", flags->lenience,
             "1 = lossless; < 1 accepts more drafted tokens, no longer exactly the target's "
             "distribution");
