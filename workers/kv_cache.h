@@ -3,7 +3,18 @@
 //
 // A sequence's length is the number of positions whose K/V are cached.
 // Rejected draft tokens are removed by truncate(): the length shrinks and
-// whole blocks past it return to the free list; nothing is copied.
+// whole blocks past it return to the pool; nothing is copied.
+//
+// Prefix caching (enable_prefix_caching): a sequence's full blocks of
+// committed tokens are published (publish) under their content (the
+// tokens, after exactly their prefix, under a salt: kv_block_pool.h), and
+// a new sequence starts after the longest published prefix of its tokens
+// (attach_prefix), sharing those blocks. Shared blocks are never written:
+// a sequence only writes positions from its length on, its length never
+// goes below a shared block's end (truncate stops at the block boundary
+// instead, and the caller feeds those tokens again), and a published block
+// its own sequence truncates into is unpublished first. Released blocks
+// keep their content, evictable least recently released first.
 // A tensor-parallel rank's cache holds only its own KV heads
 // (workers/tensor_parallel.h), so its memory scales with 1/tp.
 // Not thread-safe: one engine thread owns a cache.
@@ -15,6 +26,7 @@
 #include <vector>
 
 #include "kernels/backend.h"
+#include "workers/kv_block_pool.h"
 #include "workers/model_config.h"
 #include "workers/tensor_parallel.h"
 
@@ -35,12 +47,15 @@ class PagedKvCache {
                const TensorShard& shard = {}, Storage storage = Storage::allocate);
 
   SequenceId create_sequence();
-  void release(SequenceId seq);  // frees all its blocks
+  void release(SequenceId seq);  // gives back all its blocks
 
   // Makes room for `length` positions. Returns false, changing nothing, when
-  // the free list cannot cover it (the scheduler then preempts someone).
+  // the pool cannot cover it (the scheduler then preempts someone).
   bool reserve(SequenceId seq, int length);
-  // Keeps positions [0, length) and frees blocks past them. length <= current.
+  // Keeps positions [0, length) and gives back blocks past them.
+  // length <= current. With prefix caching the sequence may keep fewer: a
+  // block it shares is kept whole or not at all, so the length stops at
+  // that block's start (read length() after).
   void truncate(SequenceId seq, int length);
   // Records that positions up to `length` now hold K/V (the forward pass's
   // commit after writing them). length <= reserved capacity.
@@ -54,18 +69,66 @@ class PagedKvCache {
   int block_size() const { return block_size_; }
   int kv_heads() const { return kv_heads_; }  // local K
   int num_blocks() const { return num_blocks_; }
-  int free_blocks() const { return static_cast<int>(free_list_.size()); }
-  int used_blocks() const { return num_blocks_ - free_blocks(); }
+  // Blocks a reservation may take: free ones and evictable cached ones.
+  int free_blocks() const { return pool_.available(); }
+  int used_blocks() const { return pool_.referenced(); }  // held by sequences
   bool contains(SequenceId seq) const { return sequences_.count(seq) > 0; }
   PagedKvView layer(int index);
+
+  // --- Prefix caching -------------------------------------------------
+  // Off until enabled. max_evictable: cached blocks kept when no sequence
+  // holds them (beyond it the least recently released are forgotten).
+  void enable_prefix_caching(int max_evictable);
+  bool prefix_caching() const { return prefix_caching_; }
+  struct PrefixMatch {
+    int tokens = 0;     // positions covered (whole blocks)
+    int blocks = 0;
+    int evictable = 0;  // of those, blocks nobody holds now (attaching takes them from the pool)
+  };
+  // The longest published prefix of `tokens` under `salt`, at most
+  // max_tokens long. Changes nothing.
+  PrefixMatch match_prefix(std::span<const int32_t> tokens, uint64_t salt, int max_tokens) const;
+  // Starts an empty sequence on that prefix: it shares the blocks and its
+  // length is the match's. Counts the query (tokens.size()) and the hit.
+  // Returns the positions attached.
+  int attach_prefix(SequenceId seq, std::span<const int32_t> tokens, uint64_t salt,
+                    int max_tokens);
+  // Publishes the sequence's full blocks within [0, min(length, tokens.size()))
+  // as holding `tokens` (its committed tokens from position 0) under `salt`.
+  // Idempotent; blocks it attached or published before are skipped. A
+  // sequence keeps the salt it was first attached or published with.
+  void publish(SequenceId seq, std::span<const int32_t> tokens, uint64_t salt);
+  int cached_blocks() const { return pool_.cached(); }
+  int evictable_blocks() const { return pool_.evictable(); }
+  // Tokens looked up by attach_prefix, and of those found cached.
+  const PrefixCacheCounters& prefix_counters() const { return counters_; }
+  const KvBlockPool& pool() const { return pool_; }
+
+  // --- A mirror driven by another cache ------------------------------
+  // For a tensor-parallel rank whose blocks the coordinator's cache chose:
+  // the sequence's table keeps its first `keep` blocks and continues with
+  // `appended` (block numbers of the driving cache, which has the same
+  // num_blocks). The pool is not consulted: a cache is either driven or
+  // allocating, never both.
+  void adopt_blocks(SequenceId seq, int keep, std::span<const int32_t> appended);
 
  private:
   struct Sequence {
     int length = 0;
     std::vector<int32_t> blocks;
+    // Prefix caching: blocks [0, chain.size()) are published (or attached);
+    // chain[i] is the pool block standing for block i's content (its own,
+    // or the one that held that content first).
+    std::vector<int32_t> chain;
+    std::vector<uint32_t> chain_generation;  // chain[i]'s generation when it stood in
+    std::vector<uint64_t> chain_hash;        // block i's chain hash
+    uint64_t salt = 0;
   };
   const Sequence& get(SequenceId seq) const;
   Sequence& get(SequenceId seq);
+  // Drops the chain from the first stand-in whose content was evicted.
+  void check_chain(Sequence& s) const;
+  void give_back_past(Sequence& s, size_t keep);  // blocks [keep, end) back to the pool
 
   int num_blocks_;
   int block_size_;
@@ -73,7 +136,10 @@ class PagedKvCache {
   int head_dim_;
   std::vector<Buffer> keys_;    // one per layer
   std::vector<Buffer> values_;  // one per layer
-  std::vector<int32_t> free_list_;  // a stack: the most recently freed block is reused first
+  KvBlockPool pool_;
+  bool prefix_caching_ = false;
+  bool driven_ = false;  // adopt_blocks was used: the pool is not
+  PrefixCacheCounters counters_;
   std::unordered_map<SequenceId, Sequence> sequences_;
   SequenceId next_id_ = 1;
 };

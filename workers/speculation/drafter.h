@@ -16,6 +16,7 @@
 
 #include "kernels/device_rows.h"
 #include "kernels/sampling_params.h"
+#include "workers/kv_block_pool.h"
 #include "workers/speculation/logit_processing.h"
 #include "workers/speculation/session_fault.h"
 
@@ -32,6 +33,9 @@ struct DraftRequest {
   // The session's logit processing (null: none), applied to the draft's
   // rows as to the target's; tokens is its history.
   const LogitProcessing* processing = nullptr;
+  // The request's cache_salt (cache_salt_hash; 0: none): a drafter with a
+  // prefix cache reuses only blocks cached under the same salt.
+  uint64_t cache_salt = 0;
 };
 
 // What a drafter proposes for one request.
@@ -94,6 +98,9 @@ class Drafter {
   virtual void release(SessionKey session) = 0;
   // Seconds of the last propose() call, for the cost ratio c.
   virtual double last_seconds() const = 0;
+  // The drafter's own prefix cache (a draft model's KV): tokens looked up
+  // and found, since it was built. Zero for drafters without one.
+  virtual PrefixCacheCounters prefix_counters() const { return {}; }
 
  private:
   std::vector<DraftProposal> pending_;  // the default begin/finish

@@ -44,6 +44,9 @@ struct SpeculationRequest {
   bool pipeline = true;   // may be drafted ahead or apart (false: lockstep, for comparisons)
   int logprobs = -1;      // -1: none; N >= 0: each generated token's logprob and its top N
   bool prompt_logprobs = false;  // echo: the prompt's tokens scored by the target in prefill
+  // Prefix caching: KV blocks are shared only between requests with the
+  // same salt (cache_salt_hash of the API's cache_salt; 0: none).
+  uint64_t cache_salt = 0;
 };
 
 // Per-session speculation statistics (what `usage.speculation` reports).
@@ -58,6 +61,9 @@ struct SpeculationStats {
   int last_gamma = 0;
   int prefill_tokens = 0;    // committed tokens fed before verifying (re-prefills included)
   int preemptions = 0;       // times this session was preempted
+  // Prompt tokens whose target KV came from the prefix cache when the
+  // session was first admitted (usage.prompt_tokens_details.cached_tokens).
+  int cached_tokens = 0;
   int ahead_drafts = 0;      // blocks drafted ahead of a block under verification
   int ahead_hits = 0;        // of those, verified without drafting again
 

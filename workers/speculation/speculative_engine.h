@@ -126,6 +126,11 @@ class SpeculativeEngine {
   // until it has drafted. Unknown names throw Error(invalid_argument).
   double cost_ratio(const std::string& drafter) const;
   std::vector<std::string> drafter_names() const { return drafting_.names(); }
+  // Prefix caching, when the target cache has it on (kv_cache.h): prompt
+  // tokens looked up at admission and found cached, since the engine was built.
+  const PrefixCacheCounters& target_prefix_counters() const {
+    return kv_.cache().prefix_counters();
+  }
 
   // Pipelined drafting (pipeline_policy.h): automatic by default; it only
   // acts when the default drafter overlaps() with target passes.
