@@ -183,18 +183,19 @@ TEST_F(PrefixCache, MetricsCountQueriesAndHitsForTargetAndDraft) {
   EXPECT_GE(metric("tandem_kv_cache_blocks_cached", "target"), 60 / kBlockSize);
 }
 
-TEST(PrefixCacheOff, NothingIsCachedAndTheTextIsTheSame) {
+// The suite's server (caching on) against one with caching off.
+TEST_F(PrefixCache, WithCachingOffNothingIsCachedAndTheTextIsTheSame) {
   TinyDeployment off;
   off.scheduler = "  prefix_caching: false\n";
   TestServer plain(off);
   EXPECT_NE(plain.log_text().find("prefix caching off"), std::string::npos) << plain.log_text();
-  TestServer cached;
+  TestServer& cached = *server_;
   for (const std::optional<uint64_t> seed : {std::optional<uint64_t>{}, std::optional<uint64_t>{5}}) {
     SCOPED_TRACE(seed ? "seeded" : "greedy");
-    const json body = completion(prompt_ids(7, 48), seed);
+    const json body = completion(prompt_ids(seed ? 8 : 7, 48), seed);
     const json reference = plain.complete(body);
     EXPECT_EQ(cached_tokens(plain.complete(body)), 0);
-    cached.complete(body);
+    EXPECT_EQ(cached_tokens(cached.complete(body)), 0);
     const json reused = cached.complete(body);
     expect_cached_prefix(cached_tokens(reused), 48);
     EXPECT_EQ(reused["choices"][0]["text"], reference["choices"][0]["text"]);
