@@ -57,11 +57,22 @@ void expect_cached_prefix(int cached, int prompt_length) {
   EXPECT_GE(cached, (prompt_length - 1) / kBlockSize * kBlockSize - kBlockSize) << cached;
 }
 
+// Cached K/V equal a fresh prefill's only when the forward pass is
+// batch-invariant (always on the cpu; on cuda when asked): a prefill of
+// the whole prompt and one of its uncached tail are batches of different
+// sizes.
+TinyDeployment invariant(const std::string& scheduler = "") {
+  TinyDeployment deployment;
+  deployment.batch_invariant = true;
+  deployment.scheduler = scheduler;
+  return deployment;
+}
+
 // One server for the suite with caching on (the default); each case uses
 // prompts of its own.
 class PrefixCache : public ::testing::Test {
  protected:
-  static void SetUpTestSuite() { server_ = std::make_unique<TestServer>(); }
+  static void SetUpTestSuite() { server_ = std::make_unique<TestServer>(invariant()); }
   static void TearDownTestSuite() { server_.reset(); }
   static std::unique_ptr<TestServer> server_;
 };
@@ -185,9 +196,7 @@ TEST_F(PrefixCache, MetricsCountQueriesAndHitsForTargetAndDraft) {
 
 // The suite's server (caching on) against one with caching off.
 TEST_F(PrefixCache, WithCachingOffNothingIsCachedAndTheTextIsTheSame) {
-  TinyDeployment off;
-  off.scheduler = "  prefix_caching: false\n";
-  TestServer plain(off);
+  TestServer plain(invariant("  prefix_caching: false\n"));
   EXPECT_NE(plain.log_text().find("prefix caching off"), std::string::npos) << plain.log_text();
   TestServer& cached = *server_;
   for (const std::optional<uint64_t> seed : {std::optional<uint64_t>{}, std::optional<uint64_t>{5}}) {
