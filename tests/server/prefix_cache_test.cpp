@@ -182,9 +182,11 @@ TEST_F(PrefixCache, MetricsCountQueriesAndHitsForTargetAndDraft) {
   ASSERT_GE(draft_hits, 0);
   ASSERT_GE(metric("tandem_kv_cache_blocks_cached", "target"), 0);
 
-  const std::vector<int32_t> prompt = prompt_ids(6, 60);
-  server.complete(completion(prompt));
-  const json second = server.complete(completion(prompt));
+  // A fixed γ: the draft model drafts (and looks its cache up) for certain.
+  json body = completion(prompt_ids(6, 60));
+  body["speculation"] = {{"gamma", 4}};
+  server.complete(body);
+  const json second = server.complete(body);
   const double queries_after = metric("tandem_prefix_cache_queries_total", "target");
   const double hits_after = metric("tandem_prefix_cache_hits_total", "target");
   // Each admission looks its whole prompt up; the hits are what usage reported.
