@@ -11,6 +11,7 @@
 #include <gtest/gtest.h>
 
 #include <deque>
+#include <ostream>
 #include <random>
 #include <string>
 
@@ -294,9 +295,14 @@ class PrefixCacheRun {
   int failed_reserves_ = 0;
 };
 
-class KvCacheProperty : public ::testing::TestWithParam<PropertyCase> {};
+void PrintTo(const PropertyCase& c, std::ostream* os) {
+  *os << "seed " << c.seed << ", " << c.num_blocks << " blocks of " << c.block_size
+      << ", at most " << c.max_evictable << " evictable";
+}
 
-TEST_P(KvCacheProperty, MatchesTheReferenceModelAfterEveryStep) {
+class KvCachePropertyTest : public ::testing::TestWithParam<PropertyCase> {};
+
+TEST_P(KvCachePropertyTest, MatchesTheReferenceModelAfterEveryStep) {
   PrefixCacheRun run(GetParam());
   run.run(4000);
   EXPECT_TRUE(run.reached_every_case()) << run.coverage();
@@ -305,7 +311,7 @@ TEST_P(KvCacheProperty, MatchesTheReferenceModelAfterEveryStep) {
 // Pools from roomy to tight; the prefix cache unbounded, small, or empty
 // (blocks are then shared only while a session holds them).
 INSTANTIATE_TEST_SUITE_P(
-    Seeds, KvCacheProperty,
+    KvCacheProperty, KvCachePropertyTest,
     ::testing::Values(PropertyCase{1, 40, 4, 1 << 20}, PropertyCase{2, 24, 4, 1 << 20},
                       PropertyCase{3, 16, 4, 6}, PropertyCase{4, 20, 2, 8},
                       PropertyCase{5, 12, 3, 1 << 20}, PropertyCase{6, 30, 2, 0},
