@@ -107,8 +107,8 @@ TEST(KvBlockPool, ContentIsCheckedExactlyNotByHash) {
   ASSERT_EQ(pool.cache(a, h, 0, {}, kX), a);
   EXPECT_EQ(pool.find(h, 0, {}, kX), a);
   EXPECT_EQ(pool.find(h, 0, {}, kY), -1);
-  EXPECT_EQ(pool.find(h, 5, {}, kX), -1);             // another salt
-  EXPECT_EQ(pool.find(h, 0, {a, 0}, kX), -1);         // another parent
+  EXPECT_EQ(pool.find(h, 5, {}, kX), -1);      // another salt
+  EXPECT_EQ(pool.find(h, 0, {a, 0}, kX), -1);  // another parent
   const int32_t b = pool.take();
   EXPECT_EQ(pool.cache(b, h, 0, {}, kY), b);  // the colliding content is cached beside it
   EXPECT_EQ(pool.find(h, 0, {}, kY), b);
@@ -122,10 +122,11 @@ TEST(KvBlockPool, AChildOfAForgottenParentIsNeverFoundAgain) {
   const int32_t child = pool.take();
   const uint64_t h = block_hash(pool.hash(parent), 0, kY);
   ASSERT_EQ(pool.cache(child, h, 0, {parent, generation}, kY), child);
-  pool.unref(child);  // the child stays cached, evictable
+  pool.unref(child);     // the child stays cached, evictable
   pool.uncache(parent);  // its owner rewrites it...
   EXPECT_GT(pool.generation(parent), generation);
-  ASSERT_EQ(pool.cache(parent, block_hash(0, 0, kX), 0, {}, kX), parent);  // ...with the same tokens
+  ASSERT_EQ(pool.cache(parent, block_hash(0, 0, kX), 0, {}, kX),
+            parent);  // ...with the same tokens
   // The same hash, the same parent block, the same tokens: only the
   // generation tells that the child was computed from the old content.
   EXPECT_EQ(pool.find(h, 0, {parent, pool.generation(parent)}, kY), -1);

@@ -34,8 +34,7 @@ class PrefixCacheRun {
  public:
   explicit PrefixCacheRun(const PropertyCase& c)
       : backend_(make_cpu_backend()),
-        cache_(config(), c.num_blocks, c.block_size, *backend_, {},
-               PagedKvCache::Storage::none),
+        cache_(config(), c.num_blocks, c.block_size, *backend_, {}, PagedKvCache::Storage::none),
         ref_(c.num_blocks, c.block_size, c.max_evictable),
         rng_(c.seed),
         bs_(c.block_size),
@@ -66,8 +65,8 @@ class PrefixCacheRun {
     const auto& c = ref_.coverage();
     return "hits " + std::to_string(counters_.hits) + "/" + std::to_string(counters_.queries) +
            " tokens, evicted " + std::to_string(c.evicted) + ", unpublished " +
-           std::to_string(c.unpublished) + ", stood in " + std::to_string(c.stood_in) +
-           ", stale " + std::to_string(c.stale) + ", truncations stopped at a shared block " +
+           std::to_string(c.unpublished) + ", stood in " + std::to_string(c.stood_in) + ", stale " +
+           std::to_string(c.stale) + ", truncations stopped at a shared block " +
            std::to_string(shared_stops_) + ", failed reserves " + std::to_string(failed_reserves_);
   }
 
@@ -125,7 +124,8 @@ class PrefixCacheRun {
     uint64_t salt = std::vector<uint64_t>{0, 0, 0, 17, 99}[static_cast<size_t>(uniform(0, 4))];
     std::vector<int32_t> prompt;
     if (!history_.empty() && coin(0.4)) {  // the next turn of an earlier conversation
-      const auto& turn = history_[static_cast<size_t>(uniform(0, static_cast<int>(history_.size()) - 1))];
+      const auto& turn =
+          history_[static_cast<size_t>(uniform(0, static_cast<int>(history_.size()) - 1))];
       prompt = turn.second;
       if (coin(0.8)) salt = turn.first;
     } else {
@@ -133,7 +133,8 @@ class PrefixCacheRun {
     }
     const auto more = random_tokens(uniform(0, 3));
     prompt.insert(prompt.end(), more.begin(), more.end());
-    if (static_cast<int>(prompt.size()) > max_len_ - 2) prompt.resize(static_cast<size_t>(max_len_ - 2));
+    if (static_cast<int>(prompt.size()) > max_len_ - 2)
+      prompt.resize(static_cast<size_t>(max_len_ - 2));
     const int n = coin(0.2) ? uniform(2, 3) : 1;  // n > 1: the sessions share the prompt
     for (int i = 0; i < n && ref_.sequences().size() < 7; ++i) {
       std::vector<int32_t> script = prompt;
@@ -145,10 +146,10 @@ class PrefixCacheRun {
 
   // A new sequence for `script` looking up `known` (its prompt, or after a
   // preemption everything it had committed).
-  void start(const std::vector<int32_t>& script, const std::vector<int32_t>& known,
-             uint64_t salt) {
+  void start(const std::vector<int32_t>& script, const std::vector<int32_t>& known, uint64_t salt) {
     const int size = static_cast<int>(known.size());
-    const int max_tokens = std::vector<int>{size, size - 1, uniform(0, size)}[static_cast<size_t>(uniform(0, 2))];
+    const int max_tokens =
+        std::vector<int>{size, size - 1, uniform(0, size)}[static_cast<size_t>(uniform(0, 2))];
     const std::vector<int32_t> expected = ref_.expected_match(known, salt, max_tokens);
     int evictable = 0;
     for (int32_t b : expected) evictable += ref_.block(b).owners.empty() ? 1 : 0;
@@ -162,7 +163,8 @@ class PrefixCacheRun {
     const int attached = cache_.attach_prefix(id, known, salt, max_tokens);
     counters_.queries += known.size();
     counters_.hits += static_cast<uint64_t>(attached);
-    ASSERT_EQ(attached, static_cast<int>(expected.size()) * bs_) << where() << ": missed or false hit";
+    ASSERT_EQ(attached, static_cast<int>(expected.size()) * bs_)
+        << where() << ": missed or false hit";
     const auto table = cache_.block_table(id);
     ASSERT_EQ(std::vector<int32_t>(table.begin(), table.end()), expected) << where();
     for (size_t i = 0; i < expected.size(); ++i)  // no false hit: the K/V really are these tokens'
@@ -264,7 +266,8 @@ class PrefixCacheRun {
       ASSERT_EQ(std::vector<int32_t>(table.begin(), table.end()), s.blocks) << where();
       // Positions from its length on (the ones it will write) are in blocks only it holds.
       for (size_t i = s.tokens.size() / static_cast<size_t>(bs_); i < s.blocks.size(); ++i)
-        ASSERT_EQ(cache_.pool().refs(s.blocks[i]), 1) << where() << ": seq " << id << " block " << i;
+        ASSERT_EQ(cache_.pool().refs(s.blocks[i]), 1)
+            << where() << ": seq " << id << " block " << i;
     }
     // Every reachable content is found, and holds what its key says.
     for (const auto& [key, b] : ref_.keys()) {
@@ -296,8 +299,8 @@ class PrefixCacheRun {
 };
 
 void PrintTo(const PropertyCase& c, std::ostream* os) {
-  *os << "seed " << c.seed << ", " << c.num_blocks << " blocks of " << c.block_size
-      << ", at most " << c.max_evictable << " evictable";
+  *os << "seed " << c.seed << ", " << c.num_blocks << " blocks of " << c.block_size << ", at most "
+      << c.max_evictable << " evictable";
 }
 
 class KvCachePropertyTest : public ::testing::TestWithParam<PropertyCase> {};
@@ -310,15 +313,16 @@ TEST_P(KvCachePropertyTest, MatchesTheReferenceModelAfterEveryStep) {
 
 // Pools from roomy to tight; the prefix cache unbounded, small, or empty
 // (blocks are then shared only while a session holds them).
-INSTANTIATE_TEST_SUITE_P(
-    KvCacheProperty, KvCachePropertyTest,
-    ::testing::Values(PropertyCase{1, 40, 4, 1 << 20}, PropertyCase{2, 24, 4, 1 << 20},
-                      PropertyCase{3, 16, 4, 6}, PropertyCase{4, 20, 2, 8},
-                      PropertyCase{5, 12, 3, 1 << 20}, PropertyCase{6, 30, 2, 0},
-                      PropertyCase{7, 18, 4, 3}, PropertyCase{8, 28, 3, 12}),
-    [](const ::testing::TestParamInfo<PropertyCase>& param_info) {
-      return "seed" + std::to_string(param_info.param.seed);
-    });
+INSTANTIATE_TEST_SUITE_P(KvCacheProperty, KvCachePropertyTest,
+                         ::testing::Values(PropertyCase{1, 40, 4, 1 << 20},
+                                           PropertyCase{2, 24, 4, 1 << 20},
+                                           PropertyCase{3, 16, 4, 6}, PropertyCase{4, 20, 2, 8},
+                                           PropertyCase{5, 12, 3, 1 << 20},
+                                           PropertyCase{6, 30, 2, 0}, PropertyCase{7, 18, 4, 3},
+                                           PropertyCase{8, 28, 3, 12}),
+                         [](const ::testing::TestParamInfo<PropertyCase>& param_info) {
+                           return "seed" + std::to_string(param_info.param.seed);
+                         });
 
 }  // namespace
 }  // namespace tandem

@@ -31,33 +31,34 @@ class KvCacheReference {
   // A cached content: the salt and every token from position 0 to the end
   // of the block.
   using Key = std::pair<uint64_t, std::vector<int32_t>>;
-  struct Slot {                     // what one position's K/V were computed from
+  struct Slot {  // what one position's K/V were computed from
     bool written = false;
     uint64_t salt = 0;
-    std::vector<int32_t> context;   // tokens [0, position]
+    std::vector<int32_t> context;  // tokens [0, position]
   };
   struct Block {
     std::set<SequenceId> owners;
-    bool indexed = false;           // the pool keeps a content for it (reachable or not)
+    bool indexed = false;  // the pool keeps a content for it (reachable or not)
     std::vector<Slot> slots;
   };
   struct Sequence {
     uint64_t salt = 0;
-    std::vector<int32_t> tokens;    // the positions written: its length is tokens.size()
+    std::vector<int32_t> tokens;  // the positions written: its length is tokens.size()
     std::vector<int32_t> blocks;
   };
 
   // How often the run reached each case (a run that never does proves little).
   struct Coverage {
-    int evicted = 0;        // cached content forgotten to make room
-    int unpublished = 0;    // a published block truncated into by its only holder
-    int stood_in = 0;       // published content some other block already held
-    int stale = 0;          // an unreachable content re-recorded at publish
+    int evicted = 0;      // cached content forgotten to make room
+    int unpublished = 0;  // a published block truncated into by its only holder
+    int stood_in = 0;     // published content some other block already held
+    int stale = 0;        // an unreachable content re-recorded at publish
   };
   const Coverage& coverage() const { return coverage_; }
 
   KvCacheReference(int num_blocks, int block_size, int max_evictable)
-      : block_size_(block_size), max_evictable_(max_evictable),
+      : block_size_(block_size),
+        max_evictable_(max_evictable),
         blocks_(static_cast<size_t>(num_blocks)) {
     for (Block& b : blocks_) b.slots.resize(static_cast<size_t>(block_size));
   }
@@ -242,15 +243,14 @@ class KvCacheReference {
   // (their blocks hang off it) are unreachable from now on.
   void unindex(int32_t b) {
     blocks_[static_cast<size_t>(b)].indexed = false;
-    auto rep = std::find_if(keys_.begin(), keys_.end(),
-                            [b](const auto& kv) { return kv.second == b; });
+    auto rep =
+        std::find_if(keys_.begin(), keys_.end(), [b](const auto& kv) { return kv.second == b; });
     if (rep == keys_.end()) return;
     const Key gone = rep->first;
     for (auto it = keys_.begin(); it != keys_.end();) {
-      const bool extends = it->first.first == gone.first &&
-                           it->first.second.size() >= gone.second.size() &&
-                           std::equal(gone.second.begin(), gone.second.end(),
-                                      it->first.second.begin());
+      const bool extends =
+          it->first.first == gone.first && it->first.second.size() >= gone.second.size() &&
+          std::equal(gone.second.begin(), gone.second.end(), it->first.second.begin());
       it = extends ? keys_.erase(it) : std::next(it);
     }
   }
@@ -258,8 +258,8 @@ class KvCacheReference {
   int block_size_;
   int max_evictable_;
   std::vector<Block> blocks_;
-  std::list<int32_t> lru_;            // unreferenced indexed blocks, least recently released first
-  std::map<Key, int32_t> keys_;       // reachable cached content → the block holding it
+  std::list<int32_t> lru_;       // unreferenced indexed blocks, least recently released first
+  std::map<Key, int32_t> keys_;  // reachable cached content → the block holding it
   std::map<SequenceId, Sequence> sequences_;
   Coverage coverage_;
 };

@@ -225,7 +225,7 @@ TEST(KvPrefixCache, SharedBlocksAreNeverTruncatedIntoAndOwnOnesAreUnpublished) {
   const SequenceId a = c.compute(kX + kY);
   const SequenceId b = c.kv.create_sequence();
   ASSERT_EQ(c.kv.attach_prefix(b, kX + kY, 0, 8), 8);
-  c.kv.truncate(b, 6);  // into Y's block, which a holds too
+  c.kv.truncate(b, 6);           // into Y's block, which a holds too
   EXPECT_EQ(c.kv.length(b), 4);  // stops at its start; b feeds Y's tokens again
   EXPECT_EQ(c.table(b).size(), 1u);
   EXPECT_EQ(c.cached(kX + kY), 8);
@@ -249,9 +249,9 @@ TEST(KvPrefixCache, AdoptBlocksDrivesAMirror) {
   EXPECT_EQ(c.kv.length(s), 4);
   c.kv.truncate(s, 2);
   EXPECT_EQ(c.table(s), (std::vector<int32_t>{5}));
-  EXPECT_THROW(c.kv.adopt_blocks(s, 2, {}), Error);                           // keeps more than it has
-  EXPECT_THROW(c.kv.adopt_blocks(s, 1, std::vector<int32_t>{8}), Error);      // outside the cache
-  EXPECT_THROW(c.kv.reserve(s, 8), Error);                                    // it does not allocate
+  EXPECT_THROW(c.kv.adopt_blocks(s, 2, {}), Error);                       // keeps more than it has
+  EXPECT_THROW(c.kv.adopt_blocks(s, 1, std::vector<int32_t>{8}), Error);  // outside the cache
+  EXPECT_THROW(c.kv.reserve(s, 8), Error);                                // it does not allocate
   EXPECT_THROW(c.kv.enable_prefix_caching(4), Error);
   c.kv.release(s);
   EXPECT_EQ(c.kv.free_blocks(), 8);
