@@ -88,6 +88,18 @@ TEST(KvPrefixCache, SaltsIsolateTheirBlocks) {
   EXPECT_EQ(c.kv.cached_blocks(), 6);
 }
 
+TEST(KvPrefixCache, ASequenceKeepsTheSaltItWasAttachedWith) {
+  Cache c(8);
+  const uint64_t a = salt_of("tenant-a");
+  const SequenceId s = c.kv.create_sequence();
+  c.kv.attach_prefix(s, kX + kY, a, 8);
+  ASSERT_TRUE(c.kv.reserve(s, 8));
+  c.kv.set_length(s, 8);
+  c.kv.publish(s, kX + kY, 0);  // a later publish cannot move it out of its salt
+  EXPECT_EQ(c.cached(kX + kY, a), 8);
+  EXPECT_EQ(c.cached(kX + kY, 0), 0);
+}
+
 TEST(KvPrefixCache, AnOldChildIsNeverFoundUnderARewrittenParent) {
   Cache c(8);
   const SequenceId s = c.compute(kX + kY);
