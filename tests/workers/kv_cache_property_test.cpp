@@ -307,7 +307,7 @@ class KvCachePropertyTest : public ::testing::TestWithParam<PropertyCase> {};
 
 TEST_P(KvCachePropertyTest, MatchesTheReferenceModelAfterEveryStep) {
   PrefixCacheRun run(GetParam());
-  run.run(4000);
+  run.run(10000);
   EXPECT_TRUE(run.reached_every_case()) << run.coverage();
 }
 
