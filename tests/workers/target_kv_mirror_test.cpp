@@ -124,6 +124,14 @@ class TargetKvMirror : public testing::Test {
   std::vector<Tokens> windows;
 };
 
+TargetStep::Sequence fed(SequenceId seq, int start, int tokens) {
+  TargetStep::Sequence s;
+  s.seq = seq;
+  s.start = start;
+  s.tokens.assign(static_cast<size_t>(tokens), 1);
+  return s;
+}
+
 void expect_bitwise_equal(const std::vector<std::vector<TokenLogprob>>& a,
                           const std::vector<std::vector<TokenLogprob>>& b) {
   ASSERT_EQ(a.size(), b.size());
@@ -166,7 +174,7 @@ TEST_F(TargetKvMirror, TablesStartAtBlockZeroOnlyForANewSequence) {
   const SequenceId seq = accounting.create_sequence();
   ASSERT_TRUE(accounting.reserve(seq, 40));
   TargetStep step;
-  step.sequences.push_back({.seq = seq, .start = 0, .tokens = Tokens(40, 1)});
+  step.sequences.push_back(fed(seq, 0, 40));
   kv.stamp(step);
   EXPECT_EQ(step.sequences[0].table_from, 0);
   const std::span<const int32_t> blocks = accounting.block_table(seq);
@@ -175,7 +183,7 @@ TEST_F(TargetKvMirror, TablesStartAtBlockZeroOnlyForANewSequence) {
   accounting.set_length(seq, 40);
   ASSERT_TRUE(accounting.reserve(seq, 50));
   TargetStep next;
-  next.sequences.push_back({.seq = seq, .start = 40, .tokens = Tokens(10, 1)});
+  next.sequences.push_back(fed(seq, 40, 10));
   kv.stamp(next);
   EXPECT_EQ(next.sequences[0].table_from, 2);  // the block of position 40 on
   EXPECT_EQ(next.sequences[0].table, (Tokens{accounting.block_table(seq)[2],
@@ -186,7 +194,7 @@ TEST_F(TargetKvMirror, TablesStartAtBlockZeroOnlyForANewSequence) {
   const SequenceId again = accounting.create_sequence();
   ASSERT_TRUE(accounting.reserve(again, 5));
   TargetStep after;
-  after.sequences.push_back({.seq = again, .start = 0, .tokens = Tokens(5, 1)});
+  after.sequences.push_back(fed(again, 0, 5));
   kv.stamp(after);
   EXPECT_EQ(after.released, (std::vector<int64_t>{seq}));
   EXPECT_EQ(after.sequences[0].table_from, 0);
@@ -198,7 +206,7 @@ TEST_F(TargetKvMirror, ANewSequenceWhoseTableSkipsBlocksIsRefused) {
   TargetStepRunner mirrored(*target, rank, TargetStepRunner::CacheMode::mirrored);
   TargetStep step;
   step.step = 3;
-  step.sequences.push_back({.seq = 9, .start = 16, .tokens = Tokens(4, 1), .logit_count = 0});
+  step.sequences.push_back(fed(9, 16, 4));
   step.sequences[0].table_from = 1;
   step.sequences[0].table = {5};
   TargetResult result;
