@@ -61,15 +61,21 @@ std::vector<Tokens> windows() {
   return nlohmann::json::parse(file).at("windows").get<std::vector<Tokens>>();
 }
 
+// Even: greedy; odd: temperature 0.8, seeded, the rejection and gumbel
+// couplings in turn. γ auto for every third, except under the rejection
+// coupling, where which sample comes depends on the γ sequence (which
+// depends on timings) and so only a fixed γ replays.
 SpeculationRequest request(int i, Tokens prompt) {
   SpeculationRequest r;
   r.prompt = std::move(prompt);
   r.max_new_tokens = 10;
+  r.sampling.temperature = 0.0f;
   if (i % 2 == 1)
     r.sampling = {.temperature = 0.8f, .seed = 900 + static_cast<uint64_t>(i),
                   .coupling = i % 4 == 1 ? Coupling::rejection : Coupling::gumbel};
   r.drafter = "model";
-  r.gamma = i % 3 == 0 ? GammaPolicy{true, 6} : GammaPolicy{false, 1 + i % 4};
+  const bool replays_any_gamma = r.sampling.greedy() || r.sampling.coupling == Coupling::gumbel;
+  r.gamma = i % 3 == 0 && replays_any_gamma ? GammaPolicy{true, 6} : GammaPolicy{false, 1 + i % 4};
   return r;
 }
 
