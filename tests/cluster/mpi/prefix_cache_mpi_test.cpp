@@ -3,12 +3,13 @@
 // (four stems of three blocks with distinct tails, some prompts repeated,
 // and chat turns: an earlier prompt, its output and a few more tokens),
 // greedy and seeded (temperature 0.8, both couplings), drafted by the
-// draft model: every output token for token the same with prefix caching
-// on as off. The on job must hit in both caches: the coordinator's account
+// draft model, then the first prompt twice under a cache_salt of its own:
+// every output token for token the same with prefix caching on as off. The on job must hit in both caches: the coordinator's account
 // of the target (whose block numbers the target ranks' caches adopt,
 // TargetStep tables, wire format 8) and the draft rank's own (its counters
 // come back in DraftReply); and the target's referenced blocks must return
-// to 0.
+// to 0. The salt's first request hits nothing in either cache, its second
+// does.
 #include <gtest/gtest.h>
 
 #include <cstdio>
@@ -119,19 +120,29 @@ struct JobRun {
   PrefixCacheCounters target, draft;
   int cached_tokens = 0;  // Σ SpeculationStats::cached_tokens
   int used_blocks = -1;   // the target's referenced blocks after every session ended
+  // The first prompt again under a cache_salt nobody used, twice: target
+  // tokens found cached, draft rank tokens found cached.
+  struct Salted {
+    int cached_tokens = 0;
+    uint64_t draft_hits = 0;
+  } salted[2];
 };
 
-void run_wave(SpeculativeEngine& engine, const std::vector<SpeculationRequest>& wave,
-              JobRun& out) {
+// Runs the wave to its end; returns the last request's cached tokens.
+int run_wave(SpeculativeEngine& engine, const std::vector<SpeculationRequest>& wave,
+             JobRun& out) {
   std::vector<SessionKey> keys;
   for (const SpeculationRequest& r : wave) keys.push_back(engine.add(r));
   engine.run_to_completion();
+  int cached = 0;
   for (SessionKey key : keys) {
     SpeculationResult r = engine.take(key);
     EXPECT_EQ(r.finish, FinishReason::length) << (r.error ? r.error->what() : "");
-    out.cached_tokens += r.stats.cached_tokens;
+    cached = r.stats.cached_tokens;
+    out.cached_tokens += cached;
     out.tokens.push_back(std::move(r.tokens));
   }
+  return cached;
 }
 
 JobRun run(EngineParts& parts) {
@@ -144,6 +155,15 @@ JobRun run(EngineParts& parts) {
   JobRun out;
   run_wave(engine, first, out);
   run_wave(engine, chat_turns(first, out.tokens, w), out);
+  // The salt travels to the draft rank (DraftStep) and its hits come back
+  // (DraftReply): a salt's first request finds nothing in either cache.
+  SpeculationRequest salted = first[0];
+  salted.cache_salt = 0x5a175a17;
+  for (JobRun::Salted& turn : out.salted) {
+    const uint64_t draft_hits = parts.model_drafter->prefix_counters().hits;
+    turn.cached_tokens = run_wave(engine, {salted}, out);
+    turn.draft_hits = parts.model_drafter->prefix_counters().hits - draft_hits;
+  }
   out.target = engine.target_prefix_counters();
   out.draft = parts.model_drafter->prefix_counters();
   out.used_blocks = parts.target.cache->used_blocks();
@@ -184,7 +204,7 @@ TEST(ClusterPrefixCache, OutputsWithTheCacheAreTheOutputsWithout) {
   const std::optional<JobRun> off = run_job(false);
   const std::optional<JobRun> on = run_job(true);
   if (!on) return;  // a worker rank
-  ASSERT_EQ(on->tokens.size(), static_cast<size_t>(kFirstWave + kChatTurns));
+  ASSERT_EQ(on->tokens.size(), static_cast<size_t>(kFirstWave + kChatTurns + 2));
   ASSERT_EQ(off->tokens.size(), on->tokens.size());
   for (size_t i = 0; i < on->tokens.size(); ++i) {
     EXPECT_EQ(on->tokens[i].size(), 10u) << "prompt " << i;
@@ -197,9 +217,13 @@ TEST(ClusterPrefixCache, OutputsWithTheCacheAreTheOutputsWithout) {
   EXPECT_GT(on->cached_tokens, 0);
   EXPECT_EQ(on->used_blocks, 0) << "target blocks still referenced after every session ended";
   EXPECT_EQ(off->used_blocks, 0);
+  EXPECT_EQ(on->salted[0].cached_tokens, 0) << "a new salt hit another salt's target blocks";
+  EXPECT_EQ(on->salted[0].draft_hits, 0u) << "a new salt hit another salt's draft blocks";
+  EXPECT_GT(on->salted[1].cached_tokens, 0) << "the salt's second request found nothing";
+  EXPECT_GT(on->salted[1].draft_hits, 0u) << "the salt's second request found nothing drafted";
   std::printf("%d prompts, the same outputs with prefix caching on and off; target %llu of "
               "%llu prompt tokens cached, draft rank %llu of %llu\n",
-              kFirstWave + kChatTurns, static_cast<unsigned long long>(on->target.hits),
+              kFirstWave + kChatTurns + 2, static_cast<unsigned long long>(on->target.hits),
               static_cast<unsigned long long>(on->target.queries),
               static_cast<unsigned long long>(on->draft.hits),
               static_cast<unsigned long long>(on->draft.queries));
