@@ -19,7 +19,7 @@ SCRIPT = f"{SOURCE_DIR}/tools/loadtest/prefix_cache_table.py"
 
 def result(p50, p99, throughput, failed=0, cached_rate=None, cache=None):
     """A tandem-loadtest --json of one run, with the figures the table reads."""
-    summary = {"completed": 10 - failed, "failed": failed, "median_ttft_ms": p50,
+    summary = {"completed": 10 - failed, "failed": failed, "total_input_tokens": 5000, "median_ttft_ms": p50,
                "p99_ttft_ms": p99, "output_throughput": throughput}
     if cached_rate is not None:
         summary["cached_token_rate"] = cached_rate
@@ -56,7 +56,7 @@ class Table(unittest.TestCase):
         rows = out.splitlines()
         self.assertEqual(len(rows), 3)  # header, rule, one row
         cells = [cell.strip() for cell in rows[2].strip("|").split("|")]
-        self.assertEqual(cells, ["chat", "8", "10/10", "200", "50", "0.25x", "800", "400", "0.50x",
+        self.assertEqual(cells, ["chat", "8", "10/10", "5000/5000", "200", "50", "0.25x", "800", "400", "0.50x",
                                  "100.0", "120.0", "1.20x", "0.750", "0.800", "0.700", "0"])
         self.assertEqual(len(rows[0].split("|")), len(rows[2].split("|")))
 

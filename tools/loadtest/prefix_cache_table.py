@@ -5,12 +5,13 @@ usage: prefix_cache_table.py RESULT.json...
 
 Each RESULT is the --json of one `tandem-loadtest` run (one load point),
 named WORKLOAD.cN.MODE.json: WORKLOAD the workload's name, N the concurrency,
-MODE `on` or `off` (prefix caching). Each row pairs the on and off runs of a
-workload and concurrency: TTFT p50 and p99, output throughput, each with its
-on/off ratio, then what was cached with caching on: the share of prompt
-tokens the responses' usage.prompt_tokens_details.cached_tokens counts, and
-the hit rates (hits / queries, in tokens) of the server's target and draft
-prefix caches from its /metrics. Exits 1 when a run had failed requests (the
+MODE `on` or `off` (prefix caching). Each row pairs the on and off runs of
+a workload and concurrency: requests completed and prompt tokens sent (equal
+when on and off did the same work), TTFT p50 and p99 and output throughput,
+each with its on/off ratio, then what was cached with caching on: the share
+of prompt tokens the responses' usage.prompt_tokens_details.cached_tokens
+counts, and the hit rates (hits / queries, in tokens) of the server's target
+and draft prefix caches from its /metrics. Exits 1 when a run had failed requests (the
 row shows how many), so a script cannot take a broken run for a measurement.
 """
 import json
@@ -43,7 +44,8 @@ def row(workload, concurrency, on, off):
     s_on, s_off = on["summary"], off["summary"]
     cache = on.get("prefix_cache", {})
     failed = s_on["failed"] + s_off["failed"]
-    cells = [workload, str(concurrency), f"{s_on['completed']}/{s_off['completed']}"]
+    cells = [workload, str(concurrency), f"{s_on['completed']}/{s_off['completed']}",
+             f"{s_on['total_input_tokens']}/{s_off['total_input_tokens']}"]
     for key in ("median_ttft_ms", "p99_ttft_ms", "output_throughput"):
         cells += [f"{s_off[key]:.0f}" if "ms" in key else f"{s_off[key]:.1f}",
                   f"{s_on[key]:.0f}" if "ms" in key else f"{s_on[key]:.1f}",
@@ -60,10 +62,10 @@ def main(paths):
     for path in paths:
         workload, concurrency, mode, run = read_run(path)
         runs.setdefault((workload, concurrency), {})[mode] = run
-    print("| workload | users | requests on/off | TTFT p50 ms off | on | on/off | TTFT p99 ms off | on | "
+    print("| workload | users | requests on/off | input tokens on/off | TTFT p50 ms off | on | on/off | TTFT p99 ms off | on | "
           "on/off | output tok/s off | on | on/off | cached share (usage) | target hit rate | "
           "draft hit rate | failed |")
-    print("|" + "---|" * 16)
+    print("|" + "---|" * 17)
     any_failed = False
     for (workload, concurrency), modes in runs.items():
         if set(modes) != {"on", "off"}:
