@@ -51,7 +51,9 @@ const Keys kPlacementKeys = {"backend",          "weight_dtype",   "cuda_graphs"
                              "target_devices",   "step_timeout_seconds"};
 const Keys kSchedulerKeys = {"max_running_sessions", "max_queued_requests",
                              "step_token_budget",    "kv_blocks",
-                             "block_size",           "draft_kv_blocks"};
+                             "block_size",           "draft_kv_blocks",
+                             "prefix_caching",       "prefix_cache_blocks",
+                             "prefix_cache_fraction"};
 const Keys kSamplingKeys = {"temperature", "top_p", "top_k", "max_tokens", "coupling"};
 const Keys kLimitsKeys = {"max_tokens", "max_prompt_tokens", "max_stop_sequences"};
 
@@ -249,6 +251,32 @@ PlacementConfig read_placement(const ConfigSection& section, bool has_draft) {
   return placement;
 }
 
+// scheduler.prefix_caching and its cap: a number of blocks or a fraction of
+// each pool, not both (which one would win is nobody's guess).
+PrefixCacheSetting read_prefix_cache(const ConfigSection& section) {
+  PrefixCacheSetting setting;
+  setting.enabled = section.word("prefix_caching", "true", {"true", "false"}) == "true";
+  const bool blocks = section.has("prefix_cache_blocks");
+  const bool fraction = section.has("prefix_cache_fraction");
+  if (blocks && fraction) {
+    section.fail("prefix_cache_fraction",
+                 "give prefix_cache_blocks or prefix_cache_fraction, not both");
+  }
+  for (const char* cap : {"prefix_cache_blocks", "prefix_cache_fraction"}) {
+    if (!setting.enabled && section.has(cap))
+      section.fail(cap, "only used with prefix_caching: true; remove it or turn caching on");
+  }
+  if (blocks) {
+    setting.max_evictable =
+        static_cast<int>(section.integer("prefix_cache_blocks", 0, 0, kIntMax));
+  }
+  if (fraction) {
+    setting.pool_fraction = section.number("prefix_cache_fraction", 1,
+                                           Interval{.low = 0, .high = 1, .low_open = true});
+  }
+  return setting;
+}
+
 SchedulerConfig read_scheduler(const ConfigSection& section) {
   section.allow_only(kSchedulerKeys);
   SchedulerConfig scheduler;
@@ -263,6 +291,7 @@ SchedulerConfig read_scheduler(const ConfigSection& section) {
   scheduler.kv_blocks = read("kv_blocks", scheduler.kv_blocks, 0, kIntMax);
   scheduler.block_size = read("block_size", scheduler.block_size, 1, 1024);
   scheduler.draft_kv_blocks = read("draft_kv_blocks", scheduler.draft_kv_blocks, 0, kIntMax);
+  scheduler.prefix_cache = read_prefix_cache(section);
   return scheduler;
 }
 

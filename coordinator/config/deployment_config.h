@@ -20,6 +20,7 @@
 
 #include "cluster/layout/cluster_layout.h"  // RankPlacement
 #include "coordinator/config/coupling_setting.h"
+#include "coordinator/config/prefix_cache_setting.h"
 #include "kernels/backend.h"  // BackendKind
 #include "workers/speculation/pipeline_policy.h"
 #include "workers/speculation/speculation_tuning.h"
@@ -100,6 +101,8 @@ struct SchedulerConfig {
   int kv_blocks = 0;            // 0: as many as memory allows
   int block_size = 16;          // tokens per KV block
   int draft_kv_blocks = 0;      // 0: as many as memory allows
+  // prefix_caching, prefix_cache_blocks / prefix_cache_fraction
+  PrefixCacheSetting prefix_cache;
 };
 
 // sampling: the values a request gets for the fields it leaves out.

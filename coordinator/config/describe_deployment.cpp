@@ -105,7 +105,8 @@ std::string describe(const DeploymentConfig& config) {
       << scheduler.max_queued_requests << " queued, " << scheduler.step_token_budget
       << " tokens per step, KV blocks of " << scheduler.block_size
       << " tokens: " << blocks(scheduler.kv_blocks) << " target, "
-      << blocks(scheduler.draft_kv_blocks) << " draft\n";
+      << blocks(scheduler.draft_kv_blocks) << " draft; prefix caching "
+      << describe(scheduler.prefix_cache) << "\n";
   out << "sampling: temperature " << number(config.sampling.temperature) << ", top_p "
       << number(config.sampling.top_p) << ", top_k "
       << (config.sampling.top_k == 0 ? "off" : std::to_string(config.sampling.top_k))

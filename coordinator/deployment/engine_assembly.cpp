@@ -57,6 +57,9 @@ void assemble_engine(const DeploymentConfig& config, PeerChannel* cluster, Engin
                                 config.scheduler.block_size);
   target.weights = !remote_target;  // the coordinator keeps only the KV bookkeeping
   parts.target = load_model(target, *parts.backend);
+  // The coordinator's target cache allocates the blocks (a remote target's
+  // shards follow its numbers), so it is the one that caches prefixes.
+  apply(config.scheduler.prefix_cache, *parts.target.cache);
   require(parts.target.tokenizer.has_value(), ErrorKind::invalid_argument,
           "models.target.tokenizer: the server needs a tokenizer; give a directory holding "
           "tokenizer.json when the weights are dummy");
@@ -72,6 +75,8 @@ void assemble_engine(const DeploymentConfig& config, PeerChannel* cluster, Engin
     }
     parts.draft = load_model(draft, *draft_backend);
     require_same_vocabulary(parts.target.config, parts.draft->config);
+    // A draft on a rank of its own caches in its own process (its rank's loader).
+    if (!remote_draft) apply(config.scheduler.prefix_cache, *parts.draft->cache);
     if (remote_draft) {
       parts.model_drafter = std::make_unique<RemoteDrafter>(*cluster);
       parts.draft.reset();  // its KV lives on the draft rank

@@ -79,6 +79,22 @@ chat::ChatTemplate target_chat_template(const DeploymentConfig& config) {
   return chat::ChatTemplate::load(target.path, name);
 }
 
+// One line saying whether prefix caching is on and how many released blocks
+// each local pool keeps (a draft on its own rank: its share of its own pool).
+void log_prefix_caching(std::ostream& log, const PrefixCacheSetting& setting,
+                        const PagedKvCache& target, const PagedKvCache* draft) {
+  if (!setting.enabled) {
+    log_line(log, "prefix caching off (scheduler.prefix_caching: false)");
+    return;
+  }
+  const auto kept = [&setting](const PagedKvCache& cache, const char* whose) {
+    return std::to_string(evictable_limit(setting, cache.num_blocks())) + " of the " + whose +
+           "'s " + std::to_string(cache.num_blocks()) + " blocks";
+  };
+  log_line(log, "prefix caching ", describe(setting), ": at most ", kept(target, "target"),
+           draft ? ", " + kept(*draft, "draft") : std::string());
+}
+
 }  // namespace
 
 // Declared in the order they are built; destroyed in reverse, so the HTTP
@@ -146,6 +162,8 @@ void ServerApp::start() {
     log_line(log_, *note);
 
   host_->load(parts, log_);
+  log_prefix_caching(log_, config.scheduler.prefix_cache, *parts.target.cache,
+                     parts.draft ? parts.draft->cache.get() : nullptr);
   std::vector<Drafter*> drafters;
   if (parts.model_drafter) drafters.push_back(parts.model_drafter.get());
   drafters.push_back(parts.ngram_drafter.get());
@@ -164,6 +182,7 @@ void ServerApp::start() {
   EngineLoopOptions loop_options;
   loop_options.max_queued = static_cast<size_t>(config.scheduler.max_queued_requests);
   loop_options.log = &log_;
+  loop_options.drafters.assign(drafters.begin(), drafters.end());
   if (host_->can_lose_ranks()) {
     loop_options.on_lost = [&parts](const std::string& why) {
       {
