@@ -81,6 +81,12 @@ class KvBlockPool {
     return blocks_[static_cast<size_t>(block)].generation;
   }
   uint64_t hash(int32_t block) const { return blocks_[static_cast<size_t>(block)].hash; }
+  // A cached block's content, for audits (tests compare its K/V with a
+  // fresh prefill of its whole prefix).
+  std::span<const int32_t> tokens(int32_t block) const {
+    return blocks_[static_cast<size_t>(block)].tokens;
+  }
+  Parent parent(int32_t block) const { return blocks_[static_cast<size_t>(block)].parent; }
 
   // At most this many evictable blocks are kept (default: all of them).
   void limit_evictable(int max_evictable);

@@ -53,7 +53,8 @@ void Drafting::draft(StepPlan& plan, StepReport& report) {
         s.ready.reset();
         continue;
       }
-      requests.push_back({s.key, s.tokens, e.gamma, s.request.sampling, s.processing()});
+      requests.push_back({s.key, s.tokens, e.gamma, s.request.sampling, s.processing(),
+                          s.request.cache_salt});
       askers.push_back(&e);
     }
     if (requests.empty()) continue;

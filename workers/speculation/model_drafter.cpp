@@ -13,13 +13,19 @@ ModelDrafter::ModelDrafter(LlamaModel& model, PagedKvCache& cache)
 
 ModelDrafter::~ModelDrafter() {
   if (apart_work_.valid()) apart_work_.wait();  // a draft still running on its thread
-  for (const auto& [session, seq] : sequences_) cache_.release(seq);
+  for (const auto& [session, sequence] : sequences_) cache_.release(sequence.seq);
 }
 
-SequenceId ModelDrafter::sequence_for(SessionKey session) {
-  auto it = sequences_.find(session);
-  if (it == sequences_.end()) it = sequences_.emplace(session, cache_.create_sequence()).first;
-  return it->second;
+ModelDrafter::DraftSequence& ModelDrafter::sequence_for(const DraftRequest& request) {
+  auto it = sequences_.find(request.session);
+  if (it != sequences_.end()) return it->second;
+  DraftSequence sequence{cache_.create_sequence(), {}, request.cache_salt};
+  // Prefix caching: start after the longest cached prefix of its tokens
+  // (never the last: its row yields x_1).
+  const int attached = cache_.attach_prefix(sequence.seq, request.tokens, request.cache_salt,
+                                            static_cast<int>(request.tokens.size()) - 1);
+  sequence.fed.assign(request.tokens.begin(), request.tokens.begin() + attached);
+  return sequences_.emplace(request.session, std::move(sequence)).first->second;
 }
 
 void ModelDrafter::propose(std::span<const DraftRequest> requests,
@@ -43,7 +49,8 @@ void ModelDrafter::propose(std::span<const DraftRequest> requests,
       faults_[i] = SessionFault::bad_sampling;
       continue;
     }
-    const SequenceId seq = sequence_for(r.session);
+    DraftSequence& sequence = sequence_for(r);
+    const SequenceId seq = sequence.seq;
     const int cached = cache_.length(seq);
     require(cached < static_cast<int>(r.tokens.size()), ErrorKind::internal,
             "draft cache of session " + std::to_string(r.session) + " is not behind its tokens");
@@ -69,7 +76,13 @@ void ModelDrafter::propose(std::span<const DraftRequest> requests,
 
   for (int round = 1; !drafting.empty(); ++round) {
     std::vector<SequenceStep> steps;
-    for (size_t i : drafting) steps.push_back({sequences_.at(requests[i].session), pending[i], 1});
+    for (size_t i : drafting) {
+      DraftSequence& sequence = sequences_.at(requests[i].session);
+      // What its cache positions hold (published once committed).
+      sequence.fed.resize(static_cast<size_t>(cache_.length(sequence.seq)));
+      sequence.fed.insert(sequence.fed.end(), pending[i].begin(), pending[i].end());
+      steps.push_back({sequence.seq, pending[i], 1});
+    }
     const float* logits = model_.forward(steps, cache_);
 
     choose_tokens(requests, drafting, proposals, logits, round);
@@ -242,14 +255,17 @@ void ModelDrafter::commit(SessionKey session, int length) {
   if (it == sequences_.end()) return;
   // Cached positions 0..length-2 are now committed tokens (accepted drafts
   // included); the last committed token has not been fed yet.
-  const int keep = std::min(cache_.length(it->second), length - 1);
-  cache_.truncate(it->second, std::max(keep, 0));
+  DraftSequence& sequence = it->second;
+  const int keep = std::min(cache_.length(sequence.seq), length - 1);
+  cache_.truncate(sequence.seq, std::max(keep, 0));  // may keep less (a shared block)
+  sequence.fed.resize(static_cast<size_t>(cache_.length(sequence.seq)));
+  cache_.publish(sequence.seq, sequence.fed, sequence.salt);
 }
 
 void ModelDrafter::release(SessionKey session) {
   auto it = sequences_.find(session);
   if (it == sequences_.end()) return;
-  cache_.release(it->second);
+  cache_.release(it->second.seq);
   sequences_.erase(it);
 }
 

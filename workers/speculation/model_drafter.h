@@ -4,7 +4,9 @@
 // further token for the sessions that still want one. Sampled sessions draw
 // from their standardized rows by their coupling: inverse CDF with the
 // draft_sample uniform (rejection), or the Gumbel race with the target's
-// noise at the token's position (gumbel).
+// noise at the token's position (gumbel). With prefix caching on in its
+// cache, a session's draft KV starts after the longest cached prefix of its
+// tokens, and its committed full blocks are published at every commit().
 #pragma once
 
 #include <future>
@@ -28,6 +30,7 @@ class ModelDrafter final : public Drafter {
   void commit(SessionKey session, int length) override;
   void release(SessionKey session) override;
   double last_seconds() const override { return last_seconds_; }
+  PrefixCacheCounters prefix_counters() const override { return cache_.prefix_counters(); }
 
   // Pipelined drafting on a thread of its own, for a draft whose device is
   // not the target's (a GPU of its own): begin_propose() returns at once.
@@ -39,7 +42,15 @@ class ModelDrafter final : public Drafter {
   void finish_propose(std::vector<DraftProposal>& proposals) override;
 
  private:
-  SequenceId sequence_for(SessionKey session);
+  // A session's draft KV: its sequence and the tokens its positions hold.
+  struct DraftSequence {
+    SequenceId seq = 0;
+    std::vector<int32_t> fed;
+    uint64_t salt = 0;
+  };
+  // The request's sequence, made on first use (after the longest cached
+  // prefix of its tokens, when the cache has prefix caching on).
+  DraftSequence& sequence_for(const DraftRequest& request);
   // This round's token of each drafting session (into round_tokens_, by
   // row); the q rows of the sampled ones go to q_rounds_ from row
   // q_rows_used_ on, and q_row_of_ notes where.
@@ -57,7 +68,7 @@ class ModelDrafter final : public Drafter {
 
   LlamaModel& model_;
   PagedKvCache& cache_;
-  std::unordered_map<SessionKey, SequenceId> sequences_;
+  std::unordered_map<SessionKey, DraftSequence> sequences_;
   Buffer sampled_logits_;              // (S, V): one round's sampled rows
   Buffer processed_logits_;            // (rows, V): a round's rows, processed where asked
   std::vector<float> processed_host_;

@@ -89,7 +89,8 @@ void PipelinedDrafting::begin(StepPlan& plan, StepReport& report) {
     EngineSession& s = *plan.apart[i];
     if (s.state != SessionState::running) continue;  // preempted while reserving
     Work& work = work_[s.drafter];
-    work.requests.push_back({s.key, s.tokens, plan.apart_gamma[i], s.request.sampling, s.processing()});
+    work.requests.push_back({s.key, s.tokens, plan.apart_gamma[i], s.request.sampling, s.processing(),
+                          s.request.cache_salt});
     work.ahead_of.push_back(nullptr);
     work.sessions.push_back(&s);
   }
@@ -110,7 +111,8 @@ void PipelinedDrafting::begin(StepPlan& plan, StepReport& report) {
       e.ahead_tokens.insert(e.ahead_tokens.end(), e.proposal.tokens.begin(),
                             e.proposal.tokens.end());
       Work& work = work_[s.drafter];
-      work.requests.push_back({s.key, e.ahead_tokens, 1 + next, s.request.sampling, s.processing()});
+      work.requests.push_back({s.key, e.ahead_tokens, 1 + next, s.request.sampling, s.processing(),
+                          s.request.cache_salt});
       work.ahead_of.push_back(&e);
       work.sessions.push_back(&s);
     }

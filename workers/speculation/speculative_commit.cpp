@@ -41,6 +41,9 @@ void SpeculativeEngine::commit(StepPlan& plan) {
     }
     last_step_.sessions.push_back(std::move(report));
   }
+  // Prefix caching: the committed full blocks of the sessions still running.
+  for (const StepPlan::Entry& e : plan.entries)
+    if (!e.dropped && e.session->state == SessionState::running) planner_.publish(*e.session);
   last_step_.target_seconds = plan.target_seconds;
   last_step_.mean_gamma = verified ? static_cast<double>(gamma_sum) / verified : 0.0;
 }

@@ -11,6 +11,15 @@
 //   same step count with their first chunks). The queue's front blocks the
 //   rest (no overtaking, so no request waits forever); when nothing runs the
 //   front is admitted whatever the headroom.
+// - Prefix caching (when the target cache has it on: kv_cache.h). An
+//   admitted session starts after the longest cached prefix of its tokens
+//   (never its last token, nor prompt tokens it still has to score), and
+//   only its uncached chunk counts against the headroom. Committed full
+//   blocks are published after every pass and when a session ends or is
+//   preempted (so a preempted session's re-prefill is mostly a cache hit).
+//   The front of the queue waits while a running session is still
+//   prefilling a longer shared prefix of its tokens, so that prefix is
+//   computed once.
 // - Chunked prefill. The new tokens of one target pass stay within
 //   options.step_token_budget when possible: decoding sessions'
 //   verification blocks first, then prefill chunks oldest first; every
@@ -67,8 +76,12 @@ class StepPlanner {
   // Reserves the target KV the plan needs, preempting the youngest sessions
   // (or ending one that cannot fit alone) and marking their entries dropped.
   void reserve(StepPlan& plan, StepReport& report);
-  // Ends a session in any state: out of the queues, its KV freed.
+  // Ends a session in any state: out of the queues, its KV freed (with
+  // prefix caching, its committed full blocks stay cached unless it failed).
   void finish(EngineSession& session, FinishReason reason);
+  // Prefix caching: the session's committed full blocks become reusable
+  // (after every target pass it took part in).
+  void publish(const EngineSession& session);
 
   const std::deque<EngineSession*>& waiting() const { return waiting_; }
   const std::vector<EngineSession*>& running() const { return running_; }
@@ -77,7 +90,14 @@ class StepPlanner {
  private:
   // Gives back the session's target and draft KV and queues it at the front.
   void preempt(EngineSession& session, StepReport& report);
-  void release_kv(EngineSession& session);
+  // keep_prefix: publish its committed blocks before giving them back.
+  void release_kv(EngineSession& session, bool keep_prefix);
+  // Prefix caching: positions of the session's tokens it may reuse rather
+  // than feed (not its last token, nor prompt tokens still to be scored).
+  int reusable_tokens(const EngineSession& session) const;
+  // A running session is prefilling a longer prefix of `session`'s tokens
+  // than the `cached` positions the cache holds now.
+  bool prefix_in_flight(const EngineSession& session, int cached) const;
 
   TargetKv& kv_;
   const EngineOptions& options_;

@@ -11,9 +11,9 @@ void TargetKv::release(SequenceId seq) {
 
 void TargetKv::truncate(SequenceId seq, int length) {
   if (length >= cache_.length(seq)) return;
-  cache_.truncate(seq, length);
+  cache_.truncate(seq, length);  // may keep less: a shared block is kept whole or not at all
   truncated_.push_back(seq);
-  truncated_lengths_.push_back(length);
+  truncated_lengths_.push_back(cache_.length(seq));
 }
 
 void TargetKv::stamp(TargetStep& step) {
