@@ -14,6 +14,10 @@
 # point finds another's prompts cached: every run starts cold. Every request
 # is greedy and generates exactly max_tokens (ignore_eos), so on and off do
 # the same work; the text is noise (random weights), the timings are real.
+# Requests draft a fixed GAMMA tokens a step (default 4): the dummy draft's
+# acceptance is ~0, so with γ auto the engine soon stops drafting and the
+# draft's cache would see almost no prompt; GAMMA=auto measures the
+# deployment as it is.
 # Prints each run's result block, then the table
 # (tools/loadtest/prefix_cache_table.py): TTFT p50/p99 and output
 # throughput with on/off ratios, and the cached share of prompt tokens
@@ -25,11 +29,13 @@
 # them and exits 1); loopback only. RESULTS_DIR keeps each run's --json and
 # the servers' logs. Run from the repository root after `make build`.
 # usage: tools/loadtest/prefix_cache_benchmark.sh [CONCURRENCY=1,8] [RESULTS_DIR]
-#   environment: CHAT_TURNS=36 SHARED_REQUESTS=16 MAX_TOKENS=32 RUN_SECONDS=150
+#   environment: CHAT_TURNS=36 SHARED_REQUESTS=16 MAX_TOKENS=32 GAMMA=4 RUN_SECONDS=150
 set -euo pipefail
 concurrency=${1:-1,8} results=${2:-}
 chat_turns=${CHAT_TURNS:-36} shared_requests=${SHARED_REQUESTS:-16}
-max_tokens=${MAX_TOKENS:-32} run_seconds=${RUN_SECONDS:-150}
+max_tokens=${MAX_TOKENS:-32} run_seconds=${RUN_SECONDS:-150} gamma=${GAMMA:-4}
+body='{"temperature": 0}'
+[ "$gamma" = auto ] || body="{\"temperature\": 0, \"speculation\": {\"gamma\": $gamma}}"
 source tests/support/start_tandem_server.sh
 
 work=$(mktemp -d)
@@ -69,7 +75,7 @@ run_point() {
   local workload=$1 c=$2 requests=$3 caching=$4
   timeout $((run_seconds + 60)) build/tandem-loadtest --url "http://127.0.0.1:${ports[$caching]}" \
     --endpoint chat --conversations "$work/$workload.c$c.jsonl" --concurrency "$c" \
-    --requests "$requests" --duration "$run_seconds" --ignore-eos --body '{"temperature": 0}' \
+    --requests "$requests" --duration "$run_seconds" --ignore-eos --body "$body" \
     --variants "{\"$workload, cache $caching\": {}}" --json "$results/$workload.c$c.$caching.json" \
     --allow-errors --quiet
 }
@@ -90,7 +96,7 @@ for c in ${concurrency//,/ }; do
 done
 echo "prefix caching on vs off: runs took $((SECONDS - started)) s; concurrency $concurrency;" \
   "chat turns per run max($chat_turns, 6 x users), shared-prompt requests max($shared_requests, 3 x users);" \
-  "max_tokens $max_tokens"
+  "max_tokens $max_tokens; gamma $gamma"
 stop_both
 trap - EXIT
 python3 tools/loadtest/prefix_cache_table.py "${files[@]}"
