@@ -43,7 +43,11 @@ std::vector<int> rank_best_of(const std::vector<std::optional<double>>& cumulati
 Usage total_usage(const std::vector<Usage>& usages, int per_prompt) {
   Usage total;
   for (size_t i = 0; i < usages.size(); ++i) {
-    if (per_prompt <= 1 || i % static_cast<size_t>(per_prompt) == 0) total.prompt_tokens += usages[i].prompt_tokens;
+    // A prompt counts once, with what its first sequence found cached.
+    if (per_prompt <= 1 || i % static_cast<size_t>(per_prompt) == 0) {
+      total.prompt_tokens += usages[i].prompt_tokens;
+      total.cached_tokens += usages[i].cached_tokens;
+    }
     total.completion_tokens += usages[i].completion_tokens;
   }
   return total;

@@ -28,7 +28,8 @@ std::vector<int> rank_best_of(const std::vector<std::optional<double>>& cumulati
 // The usage of `usages`, one per sequence with `per_prompt` consecutive
 // sequences for each prompt: completion tokens summed over every sequence
 // (best_of's discarded ones included: they were generated), prompt tokens
-// counted once per prompt, as OpenAI and vLLM do.
+// counted once per prompt, as OpenAI and vLLM do (cached tokens with them:
+// those of the prompt's first sequence).
 Usage total_usage(const std::vector<Usage>& usages, int per_prompt);
 
 // One report for several sequences: steps, drafted and accepted tokens

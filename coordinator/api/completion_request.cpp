@@ -139,6 +139,12 @@ void read_user(const Json& value, const RequestLimits&, CompletionRequest&) {
   read_string(value, "user");  // accepted for compatibility; nothing uses it
 }
 
+// As vLLM: the prefix cache shares blocks only between requests of one salt,
+// so a tenant's prompts never speed up (or time) another's.
+void read_cache_salt(const Json& value, const RequestLimits&, CompletionRequest& request) {
+  request.cache_salt = read_string(value, "cache_salt");
+}
+
 // Extension (as vLLM): keep generating past the end-of-sequence token, for
 // benchmarks that need outputs of a fixed length.
 void read_ignore_eos(const Json& value, const RequestLimits&, CompletionRequest& request) {
@@ -242,6 +248,7 @@ constexpr FieldRule kFields[] = {
     {"user", read_user, true},
     {"speculation", read_speculation, true},
     {"ignore_eos", read_ignore_eos, true},
+    {"cache_salt", read_cache_salt, true},
 };
 
 bool is_known_field(std::string_view key) {

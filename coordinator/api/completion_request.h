@@ -6,7 +6,8 @@
 // refused rather than silently ignored, since ignoring them would return
 // something other than what the client asked for); unknown fields are refused
 // with OpenAI's own wording. Extensions: `top_k`, `ignore_eos`, `repetition_penalty`,
-// `min_p`, `min_tokens`, `stop_token_ids` (as vLLM; processing_fields.h) and `speculation`
+// `min_p`, `min_tokens`, `stop_token_ids` (as vLLM; processing_fields.h), `cache_salt` (as
+// vLLM: a string keeping the request's cached KV blocks apart) and `speculation`
 // ({"gamma": 0..64 | "auto", "drafter": "model" | "ngram" | "none",
 // "pipeline": bool, "coupling": "rejection" | "gumbel" | "auto"}, or false
 // for no speculation; coupling_choice.h). A null field is the same as an absent one.
@@ -104,6 +105,9 @@ struct CompletionRequest {
   std::vector<int32_t> stop_token_ids;  // extra ids that end the completion (finish_reason stop)
   int logprobs = -1;                  // -1: none; N: each token's logprob and top N (logprob_fields.h)
   bool echo = false;                  // completions: the prompt (and its logprobs) come back first
+  // vLLM's cache_salt: requests share cached KV blocks only with requests
+  // of the same salt ("" = none, shared with every unsalted request).
+  std::string cache_salt;
 };
 
 // Reads a request body. Throws ApiError: 400 naming the field (param) for a
@@ -118,7 +122,7 @@ CompletionRequest default_request(const RequestLimits& limits);
 // Reads one of the fields /v1/chat/completions shares with /v1/completions
 // (model, max_tokens, temperature, top_p, top_k, seed, stop, stream,
 // stream_options, n, the penalties, logit_bias, min_p, min_tokens,
-// stop_token_ids, user, speculation, ignore_eos) exactly as the completions route does; a null value changes
+// stop_token_ids, user, speculation, ignore_eos, cache_salt) exactly as the completions route does; a null value changes
 // nothing. Returns false, reading nothing, for any other key.
 bool read_shared_field(std::string_view key, const Json& value, const RequestLimits& limits,
                        CompletionRequest& request);

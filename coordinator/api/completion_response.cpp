@@ -38,6 +38,7 @@ Json usage_object(const Usage& usage) {
   out["prompt_tokens"] = usage.prompt_tokens;
   out["completion_tokens"] = usage.completion_tokens;
   out["total_tokens"] = usage.prompt_tokens + usage.completion_tokens;
+  out["prompt_tokens_details"] = Json{{"cached_tokens", usage.cached_tokens}};
   return out;
 }
 

@@ -37,6 +37,9 @@ struct SpeculationReport {
 struct Usage {
   int prompt_tokens = 0;
   int completion_tokens = 0;   // total_tokens is their sum
+  // Of prompt_tokens, those whose KV came from the prefix cache
+  // (prompt_tokens_details.cached_tokens, as OpenAI reports it).
+  int cached_tokens = 0;
 };
 
 // One choice of a whole response.
@@ -48,7 +51,8 @@ struct CompletionChoice {
 
 // The non-streamed response: {"id", "object": "text_completion", "created",
 // "model", "choices": [{"text", "index", "logprobs", "finish_reason"}],
-// "usage": {prompt_tokens, completion_tokens, total_tokens}, "speculation"}.
+// "usage": {prompt_tokens, completion_tokens, total_tokens, prompt_tokens_details},
+// "speculation"}.
 // finish_reason is "stop" (a stop sequence or token) or "length". Each
 // choice's index is its position in `choices`.
 std::string completion_json(std::string_view id, int64_t created_unix, std::string_view model,
@@ -76,7 +80,8 @@ std::string chunk_json(std::string_view id, int64_t created_unix, std::string_vi
 std::string usage_chunk_json(std::string_view id, int64_t created_unix, std::string_view model,
                              const Usage& usage, const SpeculationReport& speculation);
 
-// {"prompt_tokens", "completion_tokens", "total_tokens"} and the
+// {"prompt_tokens", "completion_tokens", "total_tokens",
+// "prompt_tokens_details": {"cached_tokens"}} and the
 // "speculation" object, as every response of both routes carries them.
 OrderedJson usage_object(const Usage& usage);
 OrderedJson speculation_object(const SpeculationReport& report);

@@ -288,6 +288,7 @@ void EngineLoop::end(SessionKey key, Active& active, const SpeculationStats& sta
   end.error = std::move(error);
   end.usage.prompt_tokens = static_cast<int>(active.job.request.prompt.size());
   end.usage.completion_tokens = static_cast<int>(active.text.tokens_seen());
+  end.usage.cached_tokens = stats.cached_tokens;
   if (active.job.logprobs) end.cumulative_logprob = active.text.cumulative_logprob();
   end.speculation.target_steps = stats.target_steps;
   end.speculation.draft_tokens = stats.draft_tokens;
@@ -371,15 +372,38 @@ void EngineLoop::update_gauges() {
   metrics_.num_requests_waiting.set(
       static_cast<double>(in_flight_.load() - std::min(in_flight_.load(), engine_.running())));
   metrics_.kv_cache_blocks_used_target.set(target_cache_.used_blocks());
+  metrics_.kv_cache_blocks_cached_target.set(target_cache_.cached_blocks());
   metrics_.kv_cache_blocks_free_target.set(target_cache_.free_blocks());
   kv_usage_target_.set(usage_fraction(target_cache_));
   if (draft_cache_) {
     metrics_.kv_cache_blocks_used_draft.set(draft_cache_->used_blocks());
     metrics_.kv_cache_blocks_free_draft.set(draft_cache_->free_blocks());
+    metrics_.kv_cache_blocks_cached_draft.set(draft_cache_->cached_blocks());
     kv_usage_draft_->set(usage_fraction(*draft_cache_));
   }
   if (beta_count_ > 0) metrics_.spec_decode_acceptance_rate.set(beta_sum_ / beta_count_);
   metrics_.spec_decode_cost_ratio.set(engine_.cost_ratio(engine_.drafter_names().front()));
+  count_prefix_cache();
+}
+
+void EngineLoop::count_prefix_cache() {
+  // The caches count from their start; the metrics get what is new.
+  const auto count = [](const PrefixCacheCounters& now, PrefixCacheCounters& seen,
+                        metrics::Counter& queries, metrics::Counter& hits) {
+    if (now.queries >= seen.queries) queries.inc(static_cast<double>(now.queries - seen.queries));
+    if (now.hits >= seen.hits) hits.inc(static_cast<double>(now.hits - seen.hits));
+    seen = now;
+  };
+  count(engine_.target_prefix_counters(), target_prefix_seen_,
+        metrics_.prefix_cache_queries_target, metrics_.prefix_cache_hits_target);
+  PrefixCacheCounters draft;
+  for (const Drafter* drafter : options_.drafters) {
+    const PrefixCacheCounters own = drafter->prefix_counters();
+    draft.queries += own.queries;
+    draft.hits += own.hits;
+  }
+  count(draft, draft_prefix_seen_, metrics_.prefix_cache_queries_draft,
+        metrics_.prefix_cache_hits_draft);
 }
 
 }  // namespace tandem

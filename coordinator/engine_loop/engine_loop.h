@@ -66,6 +66,9 @@ struct EngineLoopOptions {
   // ends it alone and is its client's to read; only a step that fails for
   // everyone is logged.
   std::ostream* log = &std::cerr;
+  // The engine's drafters, whose prefix caches (a draft model's) the draft's
+  // prefix cache metrics sum.
+  std::vector<const Drafter*> drafters;
 };
 
 class EngineLoop {
@@ -112,6 +115,8 @@ class EngineLoop {
   // A request's queue, prefill and decode times, as it ends at `now`.
   void observe_phases(const Active& active, SteadyClock::time_point now);
   void update_gauges();
+  // The target's and the drafters' prefix cache counters, since last counted.
+  void count_prefix_cache();
 
   SpeculativeEngine& engine_;
   const PagedKvCache& target_cache_;
@@ -134,6 +139,8 @@ class EngineLoop {
   // Engine thread only.
   std::map<SessionKey, std::unique_ptr<Active>> active_;
   uint64_t preemptions_seen_ = 0;
+  // The prefix cache counters as last counted into the metrics.
+  PrefixCacheCounters target_prefix_seen_, draft_prefix_seen_;
   // Exponentially weighted sums of recent steps' seconds (busy fractions).
   double recent_step_seconds_ = 0, recent_draft_busy_ = 0, recent_target_busy_ = 0;
   double beta_sum_ = 0, beta_count_ = 0;  // over finished sessions, for the α gauge

@@ -34,6 +34,13 @@ const std::vector<double> kRequestLatencyBounds = {0.01, 0.025, 0.05, 0.1, 0.25,
 const std::vector<double> kTargetStepTokenBounds = {1,   2,   4,    8,    16,   32,   64,
                                                     128, 256, 512,  1024, 2048, 4096, 8192};
 
+constexpr const char* kPrefixQueriesHelp =
+    "Prompt tokens looked up in the prefix cache when sessions started.";
+constexpr const char* kPrefixHitsHelp =
+    "Prompt tokens found in the prefix cache when sessions started (their prefill was skipped).";
+constexpr const char* kCachedBlocksHelp =
+    "KV cache blocks holding content kept for reuse (prefix caching), held by sessions or not.";
+
 // Tokens in one request (prompt or output): 1 to a long context.
 const std::vector<double> kRequestTokenBounds = {1,    2,    5,     10,    20,    50,
                                                  100,  200,  500,   1000,  2000,  5000,
@@ -100,11 +107,27 @@ ServerMetrics::ServerMetrics(std::string served_model_name)
                                                 "KV cache blocks held by sessions.",
                                                 {{"model", "draft"}})),
       kv_cache_blocks_free_target(registry.gauge(prefixed("kv_cache_blocks_free"),
-                                                 "KV cache blocks free to allocate.",
+                                                 "KV cache blocks free to allocate (cached blocks no session holds included).",
                                                  {{"model", "target"}})),
       kv_cache_blocks_free_draft(registry.gauge(prefixed("kv_cache_blocks_free"),
-                                                "KV cache blocks free to allocate.",
+                                                "KV cache blocks free to allocate (cached blocks no session holds included).",
                                                 {{"model", "draft"}})),
+      prefix_cache_queries_target(registry.counter(
+          prefixed("prefix_cache_queries_total"), kPrefixQueriesHelp,
+          with_model_name({{"model", "target"}}))),
+      prefix_cache_queries_draft(registry.counter(
+          prefixed("prefix_cache_queries_total"), kPrefixQueriesHelp,
+          with_model_name({{"model", "draft"}}))),
+      prefix_cache_hits_target(registry.counter(prefixed("prefix_cache_hits_total"),
+                                                kPrefixHitsHelp,
+                                                with_model_name({{"model", "target"}}))),
+      prefix_cache_hits_draft(registry.counter(prefixed("prefix_cache_hits_total"),
+                                               kPrefixHitsHelp,
+                                               with_model_name({{"model", "draft"}}))),
+      kv_cache_blocks_cached_target(registry.gauge(prefixed("kv_cache_blocks_cached"),
+                                                   kCachedBlocksHelp, {{"model", "target"}})),
+      kv_cache_blocks_cached_draft(registry.gauge(prefixed("kv_cache_blocks_cached"),
+                                                  kCachedBlocksHelp, {{"model", "draft"}})),
       spec_decode_num_drafts(registry.counter(prefixed("spec_decode_num_drafts_total"),
                                               "Draft blocks verified by the target (one per session per step with gamma > 0).")),
       spec_decode_num_draft_tokens(registry.counter(prefixed("spec_decode_num_draft_tokens_total"),

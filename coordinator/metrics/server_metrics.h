@@ -70,6 +70,16 @@ struct ServerMetrics {
   Gauge& kv_cache_blocks_used_draft;   // tandem_kv_cache_blocks_used{model="draft"}
   Gauge& kv_cache_blocks_free_target;  // tandem_kv_cache_blocks_free{model="target"}
   Gauge& kv_cache_blocks_free_draft;   // tandem_kv_cache_blocks_free{model="draft"}
+  // Prefix caching (vLLM's prefix_cache_queries and prefix_cache_hits): prompt
+  // tokens looked up in a cache when a session starts, and of those found
+  // cached; hits / queries is the hit rate. Labelled model_name and model.
+  Counter& prefix_cache_queries_target;  // tandem_prefix_cache_queries_total{model="target"}
+  Counter& prefix_cache_queries_draft;   // tandem_prefix_cache_queries_total{model="draft"}
+  Counter& prefix_cache_hits_target;     // tandem_prefix_cache_hits_total{model="target"}
+  Counter& prefix_cache_hits_draft;      // tandem_prefix_cache_hits_total{model="draft"}
+  // Blocks whose content is indexed for reuse, held by sessions or not.
+  Gauge& kv_cache_blocks_cached_target;  // tandem_kv_cache_blocks_cached{model="target"}
+  Gauge& kv_cache_blocks_cached_draft;   // tandem_kv_cache_blocks_cached{model="draft"}
   // tandem_kv_cache_usage_perc{model_name, model}: the share of a cache's
   // blocks in use, 0..1 (vLLM's name, a fraction despite it). model is
   // "target" or "draft"; the draft's series exists once asked for.

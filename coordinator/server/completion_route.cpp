@@ -12,6 +12,7 @@
 #include "coordinator/api/token_logprobs.h"
 #include "coordinator/server/api_service.h"
 #include "coordinator/server/job_flow.h"
+#include "workers/kv_block_pool.h"
 
 namespace tandem {
 namespace {
@@ -133,6 +134,7 @@ CompletionJob ApiService::make_job(const api::CompletionRequest& request,
         engine_request.stop_ids.end())
       engine_request.stop_ids.push_back(id);
   engine_request.lenience = settings_.lenience;
+  engine_request.cache_salt = cache_salt_hash(request.cache_salt);
 
   // Speculation: the deployment's policy unless the request overrides it.
   engine_request.gamma = settings_.gamma;

@@ -182,6 +182,7 @@ void ServerApp::start() {
   EngineLoopOptions loop_options;
   loop_options.max_queued = static_cast<size_t>(config.scheduler.max_queued_requests);
   loop_options.log = &log_;
+  loop_options.drafters.assign(drafters.begin(), drafters.end());
   if (host_->can_lose_ranks()) {
     loop_options.on_lost = [&parts](const std::string& why) {
       {

@@ -14,7 +14,7 @@ const ChatHeader kHeader{"chatcmpl-test", 1700000000, "tandem"};
 ReplyEnd stop_end() {
   ReplyEnd end;
   end.finish_reason = "stop";
-  end.usage = {7, 5};
+  end.usage = {7, 5, 3};
   end.speculation.drafter = "model";
   end.speculation.gamma_policy = "4";
   return end;
@@ -30,7 +30,10 @@ TEST(ChatReply, PlainTextIsTheMessageContent) {
   EXPECT_EQ(reply["created"], 1700000000);
   EXPECT_EQ(reply["choices"][0]["message"], json({{"role", "assistant"}, {"content", "Hello there."}}));
   EXPECT_EQ(reply["choices"][0]["finish_reason"], "stop");
-  EXPECT_EQ(reply["usage"], json({{"prompt_tokens", 7}, {"completion_tokens", 5}, {"total_tokens", 12}}));
+  EXPECT_EQ(reply["usage"], json({{"prompt_tokens", 7},
+                                  {"completion_tokens", 5},
+                                  {"total_tokens", 12},
+                                  {"prompt_tokens_details", {{"cached_tokens", 3}}}}));
   EXPECT_EQ(reply["speculation"]["gamma_policy"], "4");
 }
 
@@ -100,6 +103,7 @@ TEST(ChatChunker, StreamsRoleContentCallsFinishAndUsage) {
   EXPECT_EQ(finish["finish_reason"], "tool_calls");
   EXPECT_EQ(chunks.back()["choices"], json::array());
   EXPECT_EQ(chunks.back()["usage"]["total_tokens"], 12);
+  EXPECT_EQ(chunks.back()["usage"]["prompt_tokens_details"]["cached_tokens"], 3);
 }
 
 TEST(ChatChunker, SeveralCallsGetIncreasingIndexes) {

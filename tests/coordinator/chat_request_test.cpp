@@ -63,7 +63,8 @@ TEST(ChatRequest, SharedFieldsAreReadAsCompletionsReadThem) {
       "max_tokens": 9, "temperature": 0, "top_p": 0.5, "top_k": 3, "seed": -1, "stop": ["a", "b"],
       "stream": true, "stream_options": {"include_usage": true}, "n": 1, "user": "u",
       "presence_penalty": 0, "frequency_penalty": 0, "logit_bias": {}, "ignore_eos": true,
-      "speculation": {"gamma": 3, "drafter": "ngram", "pipeline": false, "coupling": "gumbel"}})");
+      "speculation": {"gamma": 3, "drafter": "ngram", "pipeline": false, "coupling": "gumbel"},
+      "cache_salt": "tenant-a"})");
   const api::CompletionRequest& s = request.sampling;
   EXPECT_EQ(s.max_tokens, 9);
   EXPECT_TRUE(request.max_tokens_given);
@@ -80,6 +81,7 @@ TEST(ChatRequest, SharedFieldsAreReadAsCompletionsReadThem) {
   EXPECT_EQ(s.speculation.drafter, api::DrafterChoice::ngram);
   EXPECT_FALSE(s.speculation.pipeline);
   EXPECT_EQ(s.speculation.coupling, CouplingSetting::gumbel);
+  EXPECT_EQ(s.cache_salt, "tenant-a");
 }
 
 TEST(ChatRequest, MaxCompletionTokensWinsOverMaxTokens) {
@@ -113,6 +115,7 @@ TEST(ChatRequest, SharedFieldsAreRefusedWithTheirParam) {
   expect_refused(head + R"("min_p": 1.5})", "min_p");
   expect_refused(head + R"("min_tokens": -1})", "min_tokens");
   expect_refused(head + R"("stop_token_ids": [5000]})", "stop_token_ids");
+  expect_refused(head + R"("cache_salt": 7})", "cache_salt");
   expect_refused(head + R"("prompt": "x"})", "prompt", "Unrecognized request argument");
   expect_refused(head + R"("echo": true})", "echo", "Unrecognized request argument");
   expect_refused(head + R"("nonsense": 1})", "nonsense", "Unrecognized request argument");

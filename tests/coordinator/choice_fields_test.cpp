@@ -106,10 +106,14 @@ TEST(Choices, BestOfKeepsTheNHighestCumulativeLogprobsBestFirst) {
 
 TEST(Choices, UsageCountsEachPromptOnceAndEveryGeneratedToken) {
   // Two prompts (10 and 4 tokens), three sequences each.
-  const std::vector<Usage> usages = {{10, 1}, {10, 2}, {10, 3}, {4, 4}, {4, 5}, {4, 6}};
+  // Cached tokens go with prompt tokens: the first sequence's of each prompt.
+  const std::vector<Usage> usages = {{10, 1, 0}, {10, 2, 8}, {10, 3, 8},
+                                     {4, 4, 4},  {4, 5, 4},  {4, 6, 4}};
   const Usage total = total_usage(usages, 3);
   EXPECT_EQ(total.prompt_tokens, 14);
   EXPECT_EQ(total.completion_tokens, 21);
+  EXPECT_EQ(total.cached_tokens, 4);
+  EXPECT_EQ(total_usage({{10, 1, 8}, {4, 1, 4}}, 1).cached_tokens, 12);
   EXPECT_EQ(total_usage({{7, 2}}, 1).prompt_tokens, 7);
 }
 

@@ -342,6 +342,19 @@ TEST(CompletionRequest, RefusesFeaturesItDoesNotImplementRatherThanIgnoringThem)
   });
 }
 
+TEST(CompletionRequest, CacheSaltIsAStringAndNothingElse) {
+  EXPECT_EQ(parse(with_prompt(R"("cache_salt": "tenant-a")")).cache_salt, "tenant-a");
+  EXPECT_EQ(parse(with_prompt(R"("cache_salt": "")")).cache_salt, "");  // none
+  EXPECT_EQ(parse(with_prompt(R"("cache_salt": null)")).cache_salt, "");
+  EXPECT_EQ(parse(with_prompt("")).cache_salt, "");
+  check_rejections({
+      {with_prompt(R"("cache_salt": 5)"), 400, "cache_salt", "expected a string, but got an integer"},
+      {with_prompt(R"("cache_salt": ["a"])"), 400, "cache_salt", "expected a string"},
+      {with_prompt(R"("cache_salt": {"k": "a"})"), 400, "cache_salt", "expected a string"},
+      {with_prompt(R"("cache_salt": true)"), 400, "cache_salt", "expected a string"},
+  });
+}
+
 TEST(CompletionRequest, RefusesBadSpeculationNamingTheInnerField) {
   check_rejections({
       {with_prompt(R"("speculation": {"gamma": 65})"), 400, "speculation.gamma", "[0, 64]"},

@@ -57,7 +57,9 @@ void expect_report(const json& got, const SpeculationReport& want) {
 }
 
 void expect_usage(const json& got, const Usage& want) {
-  EXPECT_EQ(keys_of(got), sorted(Keys{"completion_tokens", "prompt_tokens", "total_tokens"}));
+  EXPECT_EQ(keys_of(got), sorted(Keys{"completion_tokens", "prompt_tokens", "prompt_tokens_details",
+                                      "total_tokens"}));
+  EXPECT_EQ(got.at("prompt_tokens_details"), json({{"cached_tokens", want.cached_tokens}}));
   EXPECT_EQ(got.at("prompt_tokens"), want.prompt_tokens);
   EXPECT_EQ(got.at("completion_tokens"), want.completion_tokens);
   EXPECT_EQ(got.at("total_tokens"), want.prompt_tokens + want.completion_tokens);
@@ -83,7 +85,7 @@ void expect_choice(const json& choices, const std::string& text, const json& fin
 
 TEST(CompletionResponse, WholeCompletionHasOpenAIsShapePlusSpeculation) {
   const std::string text = "line one\n\"quoted\" caf\xc3\xa9 \xf0\x9f\x98\x80";
-  const Usage usage{.prompt_tokens = 7, .completion_tokens = 33};
+  const Usage usage{.prompt_tokens = 7, .completion_tokens = 33, .cached_tokens = 4};
   const SpeculationReport report = sample_report();
   const json body = json::parse(
       completion_json("cmpl-abc", 1700000000, "tandem-tiny", text, "length", usage, report));
@@ -143,7 +145,7 @@ TEST(CompletionResponse, ChunksCarryTheDeltaAndFinishOnlyAtTheEnd) {
 }
 
 TEST(CompletionResponse, UsageChunkHasNoChoices) {
-  const Usage usage{.prompt_tokens = 4, .completion_tokens = 10};
+  const Usage usage{.prompt_tokens = 4, .completion_tokens = 10, .cached_tokens = 2};
   const SpeculationReport report = sample_report();
   const json body = json::parse(usage_chunk_json("cmpl-s", 9, "tandem-tiny", usage, report));
   EXPECT_EQ(keys_of(body), sorted(Keys{"choices", "created", "id", "model", "object", "speculation", "usage"}));

@@ -70,7 +70,7 @@ class EngineLoopLogprobs : public testing::Test {
   metrics::ServerMetrics metrics;
   std::ostringstream log;
   EngineLoop loop{engine, cache, nullptr, Tokenizer::load(kTarget), metrics,
-                  EngineLoopOptions{.max_queued = 8, .on_lost = {}, .log = &log}};
+                  EngineLoopOptions{.max_queued = 8, .on_lost = {}, .log = &log, .drafters = {}}};
 };
 
 TEST_F(EngineLoopLogprobs, EachTokenHasItsEntryAndTheEndItsSum) {

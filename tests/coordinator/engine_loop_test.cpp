@@ -94,7 +94,7 @@ class EngineLoopFailures : public testing::Test {
   metrics::ServerMetrics metrics;
   std::ostringstream log;
   EngineLoop loop{engine, cache, nullptr, Tokenizer::load(kTarget), metrics,
-                  EngineLoopOptions{.max_queued = 64, .on_lost = {}, .log = &log}};
+                  EngineLoopOptions{.max_queued = 64, .on_lost = {}, .log = &log, .drafters = {}}};
   bool started = false;
   const SamplingParams greedy{.temperature = 0.0f};
   const SamplingParams seeded{.temperature = 0.8f, .top_k = 40, .top_p = 0.9f, .seed = 77};
