@@ -95,7 +95,15 @@ int32_t KvBlockPool::cache(int32_t block, uint64_t hash, uint64_t salt, Parent p
   Block& b = blocks_[static_cast<size_t>(block)];
   require(b.refs > 0 && static_cast<int>(tokens.size()) == block_size_, ErrorKind::internal,
           "KV block " + std::to_string(block) + " cached while free or not full");
-  if (b.cached) return block;
+  if (b.cached) {
+    if (b.hash == hash && b.salt == salt && b.parent.block == parent.block &&
+        b.parent.generation == parent.generation &&
+        std::equal(tokens.begin(), tokens.end(), b.tokens.begin(), b.tokens.end()))
+      return block;
+    // Recorded under a parent since evicted (its owner published it after a
+    // stand-in that is gone): unreachable there, so record it anew.
+    forget(block);
+  }
   if (const int32_t held = find(hash, salt, parent, tokens); held >= 0) return held;
   b.cached = true;
   b.hash = hash;

@@ -71,7 +71,9 @@ class KvBlockPool {
   int32_t find(uint64_t hash, uint64_t salt, Parent parent, std::span<const int32_t> tokens) const;
   // Records that `block` (referenced) holds this content. Returns the block
   // that stands for the content: `block` itself, or the block that already
-  // held it (then `block` stays an uncached private copy).
+  // held it (then `block` stays an uncached private copy). A block still
+  // recorded under another content (a parent since forgotten: unreachable)
+  // is recorded anew.
   int32_t cache(int32_t block, uint64_t hash, uint64_t salt, Parent parent,
                 std::span<const int32_t> tokens);
   // Forgets a referenced block's content (its owner is about to overwrite it).

@@ -123,6 +123,7 @@ class PagedKvCache {
     std::vector<uint32_t> chain_generation;  // chain[i]'s generation when it stood in
     std::vector<uint64_t> chain_hash;        // block i's chain hash
     uint64_t salt = 0;
+    bool salted = false;  // salt is set: by the first attach_prefix or publish
   };
   const Sequence& get(SequenceId seq) const;
   Sequence& get(SequenceId seq);

@@ -45,6 +45,7 @@ int PagedKvCache::attach_prefix(SequenceId seq, std::span<const int32_t> tokens,
               " holds " + std::to_string(s.length) + " positions)");
   if (!prefix_caching_) return 0;
   s.salt = salt;
+  s.salted = true;
   counters_.queries += tokens.size();
   const size_t limit = static_cast<size_t>(std::clamp(
       std::min(max_tokens, static_cast<int>(tokens.size())), 0, num_blocks_ * block_size_));
@@ -83,7 +84,10 @@ void PagedKvCache::check_chain(Sequence& s) const {
 void PagedKvCache::publish(SequenceId seq, std::span<const int32_t> tokens, uint64_t salt) {
   if (!prefix_caching_) return;
   Sequence& s = get(seq);
-  if (s.chain.empty()) s.salt = salt;
+  if (!s.salted) {  // an attach that found nothing still fixed the salt
+    s.salt = salt;
+    s.salted = true;
+  }
   check_chain(s);
   const size_t bs = static_cast<size_t>(block_size_);
   const size_t full = std::min(static_cast<size_t>(s.length), tokens.size()) / bs;

@@ -34,6 +34,7 @@ void RemoteDrafter::begin_propose(std::span<const DraftRequest> requests) {
     entry.gamma = request.gamma;
     entry.sampling = request.sampling;
     if (request.processing) entry.processing = {*request.processing};
+    entry.cache_salt = request.cache_salt;
     held.assign(request.tokens.begin(), request.tokens.end());
     step.entries.push_back(std::move(entry));
     in_flight_sampled_.push_back(!request.sampling.greedy());
@@ -64,6 +65,7 @@ void RemoteDrafter::finish_propose(std::vector<DraftProposal>& proposals) {
   // Overlapped with a target pass, the wall time since begin is mostly the
   // target's: the draft rank's own time is the drafting cost.
   last_seconds_ = reply.seconds;
+  prefix_counters_ = {reply.prefix_queries, reply.prefix_hits};
 }
 
 void RemoteDrafter::release(SessionKey session) {

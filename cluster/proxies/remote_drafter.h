@@ -10,7 +10,9 @@
 // draft rank straight to target rank 0 (docs/design.md, "One step"), so
 // proposals carry q_at_draft_rank and the draft step instead of rows.
 // Sessions that ended are released on the draft rank with the next
-// DraftStep.
+// DraftStep. Each request's cache_salt goes with it, for the draft rank's
+// prefix cache (when its deployment turned one on), whose counters come
+// back with every reply.
 //
 // Pipelined: begin_propose() sends the DraftStep and returns, and
 // finish_propose() waits for the reply, so the draft rank drafts while the
@@ -36,6 +38,8 @@ class RemoteDrafter final : public Drafter {
   void commit(SessionKey, int) override {}  // the next DraftStep carries what changed
   void release(SessionKey session) override;
   double last_seconds() const override { return last_seconds_; }
+  // The draft rank's prefix cache, as of its last reply.
+  PrefixCacheCounters prefix_counters() const override { return prefix_counters_; }
 
   // With the target in the coordinator's own process, the q rows the draft
   // rank sends come here too: while this drafter waits for a reply it calls
@@ -54,6 +58,7 @@ class RemoteDrafter final : public Drafter {
   std::vector<uint64_t> released_;
   uint64_t steps_ = 0;
   double last_seconds_ = 0;
+  PrefixCacheCounters prefix_counters_;
   // The draft step in flight between begin and finish.
   std::vector<bool> in_flight_sampled_;  // per request: its q rows stay at the draft rank
   std::function<void()> take_q_rows_;

@@ -54,13 +54,17 @@ int serve_draft_rank(PeerChannel& channel, LlamaModel& draft, PagedKvCache& cach
     for (const wire::DraftStep::Entry& entry : step.entries) catch_up(sessions, entry, drafter);
     for (const wire::DraftStep::Entry& entry : step.entries)
       requests.push_back({entry.session, sessions.at(entry.session), entry.gamma, entry.sampling,
-                          entry.processing.empty() ? nullptr : &entry.processing.front()});
+                          entry.processing.empty() ? nullptr : &entry.processing.front(),
+                          entry.cache_salt});
     std::vector<DraftProposal> proposals;
     drafter.propose(requests, proposals);
 
     wire::DraftReply reply;
     reply.step = step.step;
     reply.seconds = drafter.last_seconds();
+    // Cumulative, so that a reply the coordinator never reads loses nothing.
+    reply.prefix_queries = cache.prefix_counters().queries;
+    reply.prefix_hits = cache.prefix_counters().hits;
     wire::QRows q_rows;
     q_rows.step = step.step;
     q_rows.vocab = draft.config().vocab_size;

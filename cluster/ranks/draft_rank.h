@@ -5,6 +5,9 @@
 // DraftStep → catch the sessions' tokens up, propose γ each, DraftReply
 // (tokens) to the coordinator, then the sampled sessions' q rows to target
 // rank 0 over the q rows link.
+// The drafter uses prefix caching iff `cache` has it on (the loader turned
+// it on as the deployment says): each request under its cache_salt, and
+// every DraftReply carries the cache's counters so far.
 #pragma once
 
 #include "cluster/links/peer_channel.h"

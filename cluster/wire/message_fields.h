@@ -52,6 +52,7 @@ void fields(V& v, M& m) {
   v("gamma", m.gamma);
   v("sampling", m.sampling);
   v("processing", m.processing);
+  v("cache_salt", m.cache_salt);
 }
 
 template <class V, Is<DraftStep> M>
@@ -67,6 +68,8 @@ void fields(V& v, M& m) {
   v("tokens", m.tokens);
   v("seconds", m.seconds);
   v("faults", m.faults);
+  v("prefix_queries", m.prefix_queries);
+  v("prefix_hits", m.prefix_hits);
 }
 
 template <class V, Is<QRows::Entry> M>
@@ -102,6 +105,8 @@ void fields(V& v, M& m) {
   v("history", m.history);
   v("logprobs", m.logprobs);
   v("scored", m.scored);
+  v("table_from", m.table_from);
+  v("table", m.table);
 }
 
 template <class V, Is<TargetStep> M>

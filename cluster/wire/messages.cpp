@@ -133,6 +133,10 @@ void check(ByteReader& reader, const DraftReply& message) {
                               std::to_string(message.tokens.size()) + " proposals");
   }
   for (SessionFault fault : message.faults) check_fault(reader, "faults", fault);
+  if (message.prefix_hits > message.prefix_queries) {
+    reader.fail("prefix_hits", std::to_string(message.prefix_hits) + " tokens found of " +
+                                   std::to_string(message.prefix_queries) + " looked up");
+  }
 }
 
 void check(ByteReader& reader, const DraftStep& message) {
@@ -187,6 +191,8 @@ void check_sequence(ByteReader& reader, const TargetStep::Sequence& sequence) {
   if (sequence.logprobs < -1 || sequence.logprobs > kMaxTopLogprobs)
     reader.fail("sequences.logprobs", "is " + std::to_string(sequence.logprobs) + ", must be in [-1, " +
                                           std::to_string(kMaxTopLogprobs) + "]");
+  require_non_negative(reader, "sequences.table_from", sequence.table_from);
+  for (int32_t block : sequence.table) require_non_negative(reader, "sequences.table", block);
   if (static_cast<int64_t>(sequence.scored.size()) > sequence.logit_count) {
     reader.fail("sequences.scored", std::to_string(sequence.scored.size()) +
                                         " prompt tokens to score with " +

@@ -47,7 +47,10 @@ using tandem::TokenLogprob;
 // 6: min_p, logit processing (and a TargetStep's history) for sessions that ask;
 //    logprobs: TargetStep sequences ask (logprobs, scored), TargetResult carries them
 // 7: SamplingParams carries the coupling (rejection or gumbel)
-constexpr uint16_t kFormatVersion = 7;
+// 8: prefix caching: TargetStep sequences carry the coordinator's block table
+//    (table_from, table); DraftStep entries their cache_salt; DraftReply the
+//    draft rank's prefix cache counters
+constexpr uint16_t kFormatVersion = 8;
 
 enum class MessageType : uint16_t {
   draft_step = 1,
@@ -75,6 +78,7 @@ struct DraftStep {
     int32_t gamma = 0;                // drafts wanted
     SamplingParams sampling;
     std::vector<LogitProcessing> processing = {};  // one entry for a session that asks, else none
+    uint64_t cache_salt = 0;  // the request's (cache_salt_hash; 0: none), for the draft's prefix cache
   };
   std::vector<Entry> entries;
   std::vector<uint64_t> released;  // sessions that ended (before drafting)
@@ -87,6 +91,10 @@ struct DraftReply {
   // Per DraftStep entry: the session's own fault (none, or why it has no
   // tokens), which ends that session alone on the coordinator.
   std::vector<SessionFault> faults;
+  // The draft rank's prefix cache since it started (PrefixCacheCounters):
+  // tokens looked up and found cached. Zero when its cache has none.
+  uint64_t prefix_queries = 0;
+  uint64_t prefix_hits = 0;
 };
 
 struct Shutdown {

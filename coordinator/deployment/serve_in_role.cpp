@@ -23,28 +23,6 @@
 namespace tandem {
 namespace {
 
-// A worker rank's model: the draft, or its shard of the target, read as the
-// config says.
-WorkerModel load_worker_model(const DeploymentConfig& config, const ClusterLayout& layout,
-                              Communicator* tp_group) {
-  const bool draft = layout.role == Role::draft;
-  const PlacementConfig& placement = config.placement;
-  WorkerModel loaded;
-  loaded.backend = make_placement_backend(
-      placement, draft ? placement.draft_device : placement.target_device(layout.tp_rank));
-  ModelSpec spec = draft ? model_spec(*config.draft, config.scheduler.draft_kv_blocks,
-                                      config.scheduler.block_size)
-                         : model_spec(config.target, config.scheduler.kv_blocks,
-                                      config.scheduler.block_size);
-  spec.tokenizer_dir.reset();  // the coordinator tokenizes
-  if (!draft) spec.shard = TensorShard{layout.tp_rank, placement.tensor_parallel(), tp_group};
-  LoadedModel model = load_model(spec, *loaded.backend);
-  loaded.model = std::move(model.model);
-  loaded.cache = std::move(model.cache);
-  loaded.bytes_read = model.bytes_read;
-  return loaded;
-}
-
 // A worker rank: load its model (or its shard), report, serve until told to stop.
 int run_worker(const DeploymentConfig& config, PeerChannel& channel, Communicator* tp_group) {
   // SIGTERM and SIGINT reach every rank when mpirun forwards them; the
@@ -62,6 +40,27 @@ int run_worker(const DeploymentConfig& config, PeerChannel& channel, Communicato
 }
 
 }  // namespace
+
+WorkerModel load_worker_model(const DeploymentConfig& config, const ClusterLayout& layout,
+                              Communicator* tp_group) {
+  const bool draft = layout.role == Role::draft;
+  const PlacementConfig& placement = config.placement;
+  WorkerModel loaded;
+  loaded.backend = make_placement_backend(
+      placement, draft ? placement.draft_device : placement.target_device(layout.tp_rank));
+  ModelSpec spec = draft ? model_spec(*config.draft, config.scheduler.draft_kv_blocks,
+                                      config.scheduler.block_size)
+                         : model_spec(config.target, config.scheduler.kv_blocks,
+                                      config.scheduler.block_size);
+  spec.tokenizer_dir.reset();  // the coordinator tokenizes
+  if (!draft) spec.shard = TensorShard{layout.tp_rank, placement.tensor_parallel(), tp_group};
+  LoadedModel model = load_model(spec, *loaded.backend);
+  loaded.model = std::move(model.model);
+  loaded.cache = std::move(model.cache);
+  if (draft) apply(config.scheduler.prefix_cache, *loaded.cache);
+  loaded.bytes_read = model.bytes_read;
+  return loaded;
+}
 
 int serve_in_role(DeploymentConfig config) {
   std::optional<MpiRuntime> mpi;  // outlives every communicator below

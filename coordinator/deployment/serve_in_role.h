@@ -14,10 +14,20 @@
 // (cluster/), which do not know each other.
 #pragma once
 
+#include "cluster/layout/cluster_layout.h"
+#include "cluster/ranks/worker_rank.h"
 #include "coordinator/config/deployment_config.h"
 
 namespace tandem {
 
 int serve_in_role(DeploymentConfig config);
+
+// A worker rank's model as the config says: the draft (its KV cache with
+// the deployment's prefix caching, scheduler.prefix_caching), or shard
+// layout.tp_rank of the target (its cache a driven mirror of the
+// coordinator's account: never prefix caching of its own). The
+// WorkerLoader of serve_in_role's workers, and of tests' MPI jobs.
+WorkerModel load_worker_model(const DeploymentConfig& config, const ClusterLayout& layout,
+                              Communicator* tp_group);
 
 }  // namespace tandem

@@ -127,13 +127,14 @@ TEST(MessagesCorrupt, TargetStepQSourceOutOfRange) {
   Bytes bytes = encode(message);
   // q_source is the byte before q_step (8), q_first_row (4), the
   // processing and history counts (4 each), logprobs (4), the scored count
-  // (4) and the released, truncated and truncated_lengths counts (4 each).
+  // (4), table_from and the table count (4 each) and the released,
+  // truncated and truncated_lengths counts (4 each).
   // 1 (rows inline, retired) and 3 (local, never sent) are not wire values.
   for (uint8_t value : {1, 3, 4}) {
-    bytes[bytes.size() - 41] = std::byte{value};
+    bytes[bytes.size() - 49] = std::byte{value};
     expect_corrupt([&] { decode_target_step(bytes); }, {"TargetStep", "sequences.q_source"});
   }
-  bytes[bytes.size() - 41] = std::byte{2};
+  bytes[bytes.size() - 49] = std::byte{2};
   EXPECT_NO_THROW(decode_target_step(bytes));
 }
 
@@ -185,6 +186,36 @@ TEST(MessagesCorrupt, TargetStepTruncationsNeedOneNonNegativeLengthEach) {
                  {"TargetStep", "truncated_lengths", "1 lengths for 2 truncated sequences"});
   message.truncated_lengths = {10, -1};
   expect_corrupt([&] { decode_target_step(encode(message)); }, {"TargetStep", "truncated_lengths"});
+}
+
+TEST(MessagesCorrupt, TargetStepBlockTableMustHoldBlockNumbers) {
+  // A rank's cache adopts these numbers as they are: a negative one (or a
+  // negative first index) is corruption, named before anything adopts it.
+  TargetStep message;
+  message.sequences.emplace_back();
+  TargetStep::Sequence& sequence = message.sequences[0];
+  sequence.tokens = {1, 2};
+  sequence.table = {4, 9};
+  Bytes bytes = encode(message);
+  EXPECT_EQ(decode_target_step(bytes).sequences[0].table, (std::vector<int32_t>{4, 9}));
+  // The table's last entry is the int before the released, truncated and
+  // truncated_lengths counts (4 each).
+  for (size_t i = 0; i < 4; ++i) bytes[bytes.size() - 16 + i] = std::byte{0xff};  // -1
+  expect_corrupt([&] { decode_target_step(bytes); }, {"TargetStep", "sequences.table", "-1"});
+  sequence.table = {4, 9};
+  sequence.table_from = -3;
+  expect_corrupt([&] { decode_target_step(encode(message)); },
+                 {"TargetStep", "sequences.table_from", "-3"});
+}
+
+TEST(MessagesCorrupt, DraftReplyCannotFindMoreThanItLookedUp) {
+  DraftReply reply;
+  reply.prefix_queries = 10;
+  reply.prefix_hits = 11;
+  expect_corrupt([&] { decode_draft_reply(encode(reply)); },
+                 {"DraftReply", "prefix_hits", "11 tokens found of 10"});
+  reply.prefix_hits = 10;
+  EXPECT_EQ(decode_draft_reply(encode(reply)).prefix_hits, 10u);
 }
 
 TEST(MessagesCorrupt, TargetStepQFirstRowMustNotBeNegative) {

@@ -61,6 +61,7 @@ TEST(MessagesRoundTrip, DraftStep) {
     EXPECT_EQ(got.entries[i].gamma, sent.entries[i].gamma);
     expect_same(got.entries[i].sampling, sent.entries[i].sampling);
     expect_same(got.entries[i].processing, sent.entries[i].processing);
+    EXPECT_EQ(got.entries[i].cache_salt, sent.entries[i].cache_salt);
   }
   EXPECT_EQ(got.released, sent.released);
 }
@@ -72,6 +73,8 @@ TEST(MessagesRoundTrip, DraftReply) {
   EXPECT_EQ(got.tokens, sent.tokens);
   EXPECT_EQ(got.seconds, sent.seconds);
   EXPECT_EQ(got.faults, sent.faults);
+  EXPECT_EQ(got.prefix_queries, sent.prefix_queries);
+  EXPECT_EQ(got.prefix_hits, sent.prefix_hits);
 }
 
 TEST(MessagesRoundTrip, QRows) {
@@ -113,6 +116,8 @@ TEST(MessagesRoundTrip, TargetStep) {
     EXPECT_EQ(a.history, b.history);
     EXPECT_EQ(a.logprobs, b.logprobs);
     EXPECT_EQ(a.scored, b.scored);
+    EXPECT_EQ(a.table_from, b.table_from);
+    EXPECT_EQ(a.table, b.table);
   }
   EXPECT_EQ(got.released, sent.released);
   EXPECT_EQ(got.truncated, sent.truncated);

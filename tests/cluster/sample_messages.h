@@ -29,7 +29,8 @@ inline LogitProcessing sample_processing() {
 inline wire::DraftStep sample_draft_step() {
   wire::DraftStep message;
   message.step = 0x0102030405060708ULL;
-  message.entries.push_back({7, 12, {1, 2, 3}, 4, {0.7f, 40, 0.9f, 99, 0.05f, Coupling::gumbel}, {sample_processing()}});
+  message.entries.push_back({7, 12, {1, 2, 3}, 4, {0.7f, 40, 0.9f, 99, 0.05f, Coupling::gumbel}, {sample_processing()},
+                             0xfedcba9876543210ULL});  // a cache_salt past 63 bits
   message.entries.push_back({1ULL << 40, 0, {}, 0, {0.0f, 0, 1.0f, 0}});  // the smallest entry
   message.released = {3, 5, 1ULL << 63};
   return message;
@@ -42,6 +43,8 @@ inline wire::DraftReply sample_draft_reply() {
   message.seconds = 0.0125;
   message.faults = {SessionFault::none, SessionFault::nonfinite_draft_logits, SessionFault::none,
                     SessionFault::bad_sampling};
+  message.prefix_queries = (1ULL << 36) + 5;  // cumulative: past 32 bits
+  message.prefix_hits = 1ULL << 35;
   return message;
 }
 
@@ -70,6 +73,7 @@ inline wire::TargetStep sample_target_step() {
   prefill.logit_count = 4;  // its last four rows score the prompt's tokens 6..9
   prefill.logprobs = 20;
   prefill.scored = {6, 7, 8, 9};
+  prefill.table = {40, 7};  // new to the ranks: its table from block 0
   message.sequences.push_back(prefill);
 
   wire::TargetStep::Sequence verify;
@@ -87,6 +91,8 @@ inline wire::TargetStep sample_target_step() {
   verify.processing = {sample_processing()};
   verify.history = {1, 2, 3, 4, 5, 6, 7};
   verify.logprobs = 0;
+  verify.table_from = 1;  // start 17, block size 16: the block of position 17 on
+  verify.table = {3, 95};
   message.sequences.push_back(verify);
 
   wire::TargetStep::Sequence from_draft_rank = verify;

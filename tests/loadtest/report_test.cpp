@@ -135,6 +135,20 @@ TEST(SummaryJson, CarriesEveryFigureWithVllmKeys) {
             (nlohmann::json{{"0", "connection refused"}, {"503", "the server is draining"}}));
 }
 
+// Cached prompt tokens show only when the server reported some: a zero
+// from a server without the field would read as a measured miss.
+TEST(SummaryTable, CachedInputTokensOnlyWhenReported) {
+  RunSummary s = sample_summary();
+  EXPECT_EQ(table_line(summary_table(s, "t"), "Cached input tokens:"), "");
+  s.cached_tokens = 1000;
+  const std::string table = summary_table(s, "t");
+  EXPECT_NE(table_line(table, "Cached input tokens:").find("1000"), std::string::npos);
+  EXPECT_NE(table_line(table, "Cached share of input tokens:").find("0.240"), std::string::npos);
+  const nlohmann::json j = summary_json(s);
+  EXPECT_EQ(j.at("total_cached_tokens"), 1000);
+  EXPECT_NEAR(j.at("cached_token_rate").get<double>(), 1000.0 / 4167.0, 1e-12);
+}
+
 TEST(SummaryJson, GoodputIsANumberWhenPresent) {
   RunSummary s = sample_summary();
   s.goodput = 0.48;

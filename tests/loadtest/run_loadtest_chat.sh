@@ -6,7 +6,9 @@
 # replayed turn by turn. Every run must finish with zero errors, account for
 # every request, report TTFT <= end-to-end latency and count exactly the
 # output tokens the server's /metrics says it generated; the per-conversation
-# totals must add up to the run's and match the file's turns and max_tokens.
+# totals must add up to the run's and match the file's turns and max_tokens,
+# and (one process) the replayed histories must be partly cached, as the
+# responses' usage and the server's prefix cache hits both count.
 # With TANDEM_CONFIG and TANDEM_RANKS (start_tandem_server.sh) the server is
 # an MPI job, stopped by SIGTERM to its rank 0.
 # usage: run_loadtest_chat.sh TANDEM_BINARY SOURCE_DIR WORK_DIR, with
@@ -41,9 +43,10 @@ conversations=tools/loadtest/sample_conversations.jsonl
   --concurrency 1,2 --requests 14 --output-tokens 10 --body "$body" --variants "$variants" \
   --json "$work/multi_turn.json" --quiet >"$work/multi_turn.txt"
 
-/usr/bin/python3 - "$work" "$conversations" <<'PY'
+/usr/bin/python3 - "$work" "$conversations" "${TANDEM_RANKS:-}" <<'PY'
 import json, sys, pathlib
 work, conversations = pathlib.Path(sys.argv[1]), sys.argv[2]
+single_process = sys.argv[3] == ""
 
 def check_run(run, requests):
     s = run["summary"]
@@ -97,6 +100,14 @@ for run in multi["runs"]:
     if run["load"] == "concurrency 1":  # one user: the file in order, each to its end
         assert [c["where"] for c in replayed] == list(expected), replayed
         assert all(c["finished"] for c in replayed), replayed
+    # Prefix caching (on by default): each turn resends its conversation's
+    # history, so some of every run's prompt tokens are cached, and the
+    # responses' usage (cached_tokens) counts exactly the target cache's
+    # hits on the server's /metrics. Checked in one process only: an MPI
+    # job's caches are another matter (tests/cluster/).
+    if single_process:
+        assert 0 < s["total_cached_tokens"] < s["total_input_tokens"], s
+        assert run["prefix_cache"]["target_hits"] == s["total_cached_tokens"], (run["prefix_cache"], s)
 print("chat loadtest: all checks passed")
 PY
 

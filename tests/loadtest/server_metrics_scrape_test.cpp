@@ -178,5 +178,32 @@ TEST(SpeculationDelta, NoDraftsMeansNoAcceptanceButStepsStillCount) {
   EXPECT_DOUBLE_EQ(plain.tokens_per_target_step(), 1);
 }
 
+// The prefix caches' counters, read from an exposition as the server writes
+// it (model_name and model labels), per cache: hit rate = hits / queries.
+TEST(PrefixCacheDelta, HitRatesPerCacheFromTheScrapes) {
+  const auto scrape = [](int target_queries, int target_hits, int draft_queries, int draft_hits) {
+    const std::string name = "{model_name=\"m\",model=";
+    return parse_prometheus(
+        "# TYPE tandem_prefix_cache_queries_total counter\n"
+        "tandem_prefix_cache_queries_total" + name + "\"target\"} " + std::to_string(target_queries) + "\n" +
+        "tandem_prefix_cache_queries_total" + name + "\"draft\"} " + std::to_string(draft_queries) + "\n" +
+        "tandem_prefix_cache_hits_total" + name + "\"target\"} " + std::to_string(target_hits) + "\n" +
+        "tandem_prefix_cache_hits_total" + name + "\"draft\"} " + std::to_string(draft_hits) + "\n");
+  };
+  const PrefixCacheDelta delta = prefix_cache_delta(scrape(100, 40, 90, 30), scrape(1100, 840, 990, 480));
+  EXPECT_EQ(delta.target_queries, 1000);
+  EXPECT_EQ(delta.target_hits, 800);
+  EXPECT_EQ(delta.draft_queries, 900);
+  EXPECT_EQ(delta.draft_hits, 450);
+  EXPECT_DOUBLE_EQ(delta.target_hit_rate(), 0.8);
+  EXPECT_DOUBLE_EQ(delta.draft_hit_rate(), 0.5);
+
+  // A server without prefix caching metrics (a peer, or an older Tandem).
+  const PrefixCacheDelta none = prefix_cache_delta({}, {{"tandem_target_steps_total", 5}});
+  EXPECT_EQ(none.target_queries, 0);
+  EXPECT_EQ(none.target_hit_rate(), 0);
+  EXPECT_EQ(none.draft_hit_rate(), 0);
+}
+
 }  // namespace
 }  // namespace tandem::loadtest

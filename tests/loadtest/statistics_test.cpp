@@ -132,6 +132,17 @@ TEST(Summarize, CountsAndThroughputsCoverCompletedRequestsOnly) {
   EXPECT_FALSE(s.goodput.has_value());
 }
 
+TEST(Summarize, CachedTokensAndTheirShareCoverCompletedRequestsOnly) {
+  std::vector<RequestRecord> records = sample_run();
+  records[0].cached_tokens = 4;  // A: 4 of its 5 prompt tokens
+  records[2].cached_tokens = 3;  // B: 3 of 7
+  records[1].cached_tokens = 9;  // a failure: not counted
+  const RunSummary s = summarize(records, 2.0, Slo{});
+  EXPECT_EQ(s.cached_tokens, 4 + 3);
+  EXPECT_DOUBLE_EQ(s.cached_token_rate(), 7.0 / 16.0);
+  EXPECT_DOUBLE_EQ(RunSummary{}.cached_token_rate(), 0.0);  // no prompt tokens
+}
+
 TEST(Summarize, FailuresAreCountedByStatus) {
   const auto records = sample_run();
   const RunSummary s = summarize(records, 2.0, Slo{});

@@ -177,6 +177,27 @@ TEST(StreamRecorder, ChatWithoutUsageCountsContentChunks) {
   EXPECT_FALSE(recorder.failed());
 }
 
+// OpenAI's usage.prompt_tokens_details.cached_tokens: the prompt tokens the
+// server's prefix cache held; absent or null details read as 0.
+TEST(StreamRecorder, CachedTokensComeFromUsagePromptTokensDetails) {
+  const auto cached_of = [](const std::string& usage) {
+    StreamRecorder recorder;
+    recorder.feed(text_event("a"), 0.1);
+    recorder.feed("data: {\"choices\":[],\"usage\":" + usage + "}\n\ndata: [DONE]\n\n", 0.2);
+    RequestRecord record;
+    recorder.fill(record, 1);
+    EXPECT_FALSE(recorder.failed()) << recorder.error();
+    EXPECT_EQ(record.prompt_tokens, 40);
+    return record.cached_tokens;
+  };
+  EXPECT_EQ(cached_of(R"({"prompt_tokens":40,"completion_tokens":1,)"
+                      R"("prompt_tokens_details":{"cached_tokens":32}})"),
+            32);
+  EXPECT_EQ(cached_of(R"({"prompt_tokens":40,"completion_tokens":1,"prompt_tokens_details":null})"),
+            0);
+  EXPECT_EQ(cached_of(R"({"prompt_tokens":40,"completion_tokens":1})"), 0);
+}
+
 TEST(ErrorMessageIn, OpenAiAndVllmShapes) {
   using nlohmann::json;
   EXPECT_EQ(error_message_in(json{{"error", {{"message", "bad max_tokens"}, {"code", 400}}}}),

@@ -3,7 +3,9 @@
 // target KV cache far too small for them, so sessions are preempted and
 // recomputed, and long prompts are prefilled in chunks. Each session's
 // output must equal the same request run alone with an ample cache, token
-// for token: preemption and chunking are invisible in the outputs.
+// for token: preemption and chunking are invisible in the outputs, also
+// with a mirrored cache driven by the engine's account, with prefix
+// caching on it or not.
 #include <gtest/gtest.h>
 
 #include <cstdio>
@@ -153,6 +155,23 @@ TEST_F(TinyScheduling, MirroredCacheFollowsPingPongStepsWhereSessionsSitOut) {
   engine.set_pipeline({PipelineMode::pingpong, 0.0});
   expect_outputs_equal_runs_alone(engine);
   EXPECT_EQ(accounting.used_blocks(), 0);
+}
+
+TEST_F(TinyScheduling, MirroredCacheFollowsPrefixCachingThroughPreemption) {
+  // Prefix caching on the engine's account: a preempted session's committed
+  // blocks stay cached and its re-admission starts on them, blocks the
+  // mirror never saw that sequence hold (TargetStep tables, adopted by the
+  // mirror, which itself never caches).
+  PagedKvCache accounting(target_config, 16, kBlockSize, *backend, {},
+                          PagedKvCache::Storage::none);
+  accounting.enable_prefix_caching(16);
+  PagedKvCache mirrored(target_config, 16, kBlockSize, *backend);
+  TargetStepRunner runner(*target, mirrored, TargetStepRunner::CacheMode::mirrored);
+  SpeculativeEngine engine(target_config, accounting, runner, drafters, limits);
+  expect_outputs_equal_runs_alone(engine);
+  EXPECT_GT(engine.target_prefix_counters().hits, 0u) << "no re-admission found its blocks";
+  EXPECT_EQ(accounting.used_blocks(), 0);
+  EXPECT_FALSE(mirrored.prefix_caching());
 }
 
 }  // namespace

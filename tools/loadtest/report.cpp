@@ -82,6 +82,12 @@ std::string summary_table(const RunSummary& s, const std::string& title) {
   out += row("Failed requests:", count(static_cast<long long>(s.failed)));
   out += row("Benchmark duration (s):", fixed(s.duration_seconds, 2));
   out += row("Total input tokens:", count(s.prompt_tokens));
+  // Only from a server that reports cached prompt tokens: vLLM's block has
+  // no such line, and a zero would read as a measured miss.
+  if (s.cached_tokens > 0) {
+    out += row("Cached input tokens:", count(s.cached_tokens));
+    out += row("Cached share of input tokens:", fixed(s.cached_token_rate(), 3));
+  }
   out += row("Total generated tokens:", count(s.output_tokens));
   out += row("Request throughput (req/s):", fixed(s.request_throughput, 2));
   if (s.goodput) out += row("Request goodput (req/s):", fixed(*s.goodput, 2));
@@ -111,6 +117,8 @@ nlohmann::json summary_json(const RunSummary& s) {
   out["failed"] = s.failed;
   out["total_input_tokens"] = s.prompt_tokens;
   out["total_output_tokens"] = s.output_tokens;
+  out["total_cached_tokens"] = s.cached_tokens;
+  out["cached_token_rate"] = s.cached_token_rate();
   out["request_throughput"] = s.request_throughput;
   out["output_throughput"] = s.output_throughput;
   out["total_token_throughput"] = s.total_token_throughput;

@@ -19,6 +19,9 @@ struct RequestRecord {
   double latency = 0;       // seconds from sending to the end of the response
   std::vector<double> itl;  // seconds between successive chunks with text
   int prompt_tokens = 0;    // from the response's usage
+  // usage.prompt_tokens_details.cached_tokens: prompt tokens the server
+  // found in its prefix cache (OpenAI's field); 0 when it does not say.
+  int cached_tokens = 0;
   int output_tokens = 0;    // from usage; chunks with text when usage is absent
   std::string text;         // the generated text
 };

@@ -152,4 +152,20 @@ SpeculationDelta speculation_delta(const std::map<std::string, double>& before,
   return delta;
 }
 
+double PrefixCacheDelta::target_hit_rate() const { return ratio(target_hits, target_queries); }
+double PrefixCacheDelta::draft_hit_rate() const { return ratio(draft_hits, draft_queries); }
+
+PrefixCacheDelta prefix_cache_delta(const std::map<std::string, double>& before,
+                                    const std::map<std::string, double>& after) {
+  const auto increase = [&](const std::string& counter, const std::string& model) {
+    return counter_increase(before, after, counter + "{model=\"" + model + "\"}");
+  };
+  PrefixCacheDelta delta;
+  delta.target_queries = increase("tandem_prefix_cache_queries_total", "target");
+  delta.target_hits = increase("tandem_prefix_cache_hits_total", "target");
+  delta.draft_queries = increase("tandem_prefix_cache_queries_total", "draft");
+  delta.draft_hits = increase("tandem_prefix_cache_hits_total", "draft");
+  return delta;
+}
+
 }  // namespace tandem::loadtest

@@ -50,6 +50,23 @@ struct SpeculationDelta {
   double ahead_hit_rate() const;          // hits / (hits + misses)
 };
 
+// The prefix caches' counters' increase between two scrapes, in prompt
+// tokens with vLLM's meaning (queries: prompt tokens looked up; hits: those
+// found cached), for the target's cache and the draft's.
+struct PrefixCacheDelta {
+  double target_queries = 0;  // tandem_prefix_cache_queries_total{model="target"}
+  double target_hits = 0;     // tandem_prefix_cache_hits_total{model="target"}
+  double draft_queries = 0;   // the same with model="draft"
+  double draft_hits = 0;
+
+  // hits / queries; 0 without queries.
+  double target_hit_rate() const;
+  double draft_hit_rate() const;
+};
+
+PrefixCacheDelta prefix_cache_delta(const std::map<std::string, double>& before,
+                                    const std::map<std::string, double>& after);
+
 // after - before for each counter; a counter missing from a scrape counts as
 // 0. A counter that went down means the server restarted between the scrapes
 // (counters reset to 0), so its increase is its value after, as Prometheus's

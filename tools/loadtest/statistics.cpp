@@ -86,6 +86,7 @@ RunSummary summarize(std::span<const RequestRecord> records, double duration_sec
     }
     ++s.completed;
     s.prompt_tokens += record.prompt_tokens;
+    s.cached_tokens += record.cached_tokens;
     s.output_tokens += record.output_tokens;
     ttfts.push_back(record.ttft);
     e2es.push_back(record.latency);

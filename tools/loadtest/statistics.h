@@ -47,6 +47,14 @@ struct RunSummary {
   double output_throughput = 0;       // output tokens / s
   double total_token_throughput = 0;  // (prompt + output) tokens / s
   long prompt_tokens = 0, output_tokens = 0;  // of completed requests only
+  // Of those prompt tokens, the ones the server reported cached
+  // (usage.prompt_tokens_details.cached_tokens).
+  long cached_tokens = 0;
+  // cached_tokens / prompt_tokens: the prefix cache's hit rate as the
+  // client sees it; 0 without prompt tokens.
+  double cached_token_rate() const {
+    return prompt_tokens > 0 ? static_cast<double>(cached_tokens) / prompt_tokens : 0.0;
+  }
   Distribution ttft, tpot, itl, e2e;          // seconds
   std::optional<double> goodput;  // completed requests meeting every SLO / s; nullopt without SLO
 };

@@ -102,6 +102,10 @@ void StreamRecorder::take_event(double elapsed) {
     const json& usage = event["usage"];
     seen_.prompt_tokens = usage.value("prompt_tokens", 0);
     seen_.output_tokens = usage.value("completion_tokens", 0);
+    // OpenAI sends the details as null when it has none to give.
+    const auto details = usage.find("prompt_tokens_details");
+    if (details != usage.end() && details->is_object())
+      seen_.cached_tokens = details->value("cached_tokens", 0);
     has_usage_ = true;
   }
 }
@@ -111,6 +115,7 @@ void StreamRecorder::fill(RequestRecord& record, double end_elapsed) const {
   record.itl = seen_.itl;
   record.text = seen_.text;
   record.prompt_tokens = seen_.prompt_tokens;
+  record.cached_tokens = seen_.cached_tokens;
   record.output_tokens = has_usage_ ? seen_.output_tokens : text_events_;
   record.latency = saw_done() ? done_at_ : end_elapsed;
 }

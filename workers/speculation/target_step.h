@@ -84,6 +84,14 @@ struct TargetStep {
     // block's γ + 1 rows are always the last ones.
     int32_t logprobs = -1;
     std::vector<int32_t> scored;
+    // The coordinator's block table (TargetKv::stamp), which a rank's
+    // driven mirror cache adopts (PagedKvCache::adopt_blocks): the block
+    // numbers from index table_from on, covering positions up to start +
+    // tokens.size(). From 0 the first time the sequence appears (it may
+    // start on cached prefix blocks this rank never saw it hold), else
+    // from start / block_size: the blocks before never change.
+    int32_t table_from = 0;
+    std::vector<int32_t> table;
   };
   std::vector<Sequence> sequences;
   std::vector<int64_t> released;   // KV sequences to free before this step

@@ -29,21 +29,42 @@ void TargetStepRunner::replay(const TargetStep& step) {
   }
   for (const TargetStep::Sequence& s : step.sequences) {
     auto it = mirror_.find(s.seq);
-    if (it == mirror_.end()) it = mirror_.emplace(s.seq, cache_.create_sequence()).first;
-    const SequenceId local = it->second;
-    require(s.start <= cache_.length(local), ErrorKind::internal, [&] {
+    const bool fresh = it == mirror_.end();
+    const auto fail = [&](const std::string& what) {
       return "TargetStep " + std::to_string(step.step) + ": sequence " + std::to_string(s.seq) +
-             " starts at " + std::to_string(s.start) + " but this rank cached only " +
-             std::to_string(cache_.length(local)) + " positions";
-    });
-    cache_.truncate(local, s.start);
-    const int needed = s.start + static_cast<int>(s.tokens.size());
-    // The coordinator reserved the same positions in a cache of the same
-    // size, so this cannot fail unless the two disagree.
-    require(cache_.reserve(local, needed), ErrorKind::internal, [&] {
-      return "TargetStep " + std::to_string(step.step) + ": no KV room on this rank for sequence " +
-             std::to_string(s.seq) + " (the coordinator's cache and this rank's disagree)";
-    });
+             " " + what + " (the coordinator's cache and this rank's disagree)";
+    };
+    if (fresh) {
+      // Its table from block 0: it may start on cached prefix blocks.
+      require(s.table_from == 0, ErrorKind::internal, [&] {
+        return fail("is new to this rank but its table starts at block " +
+                    std::to_string(s.table_from));
+      });
+      it = mirror_.emplace(s.seq, cache_.create_sequence()).first;
+    }
+    const SequenceId local = it->second;
+    if (!fresh) {
+      require(s.start <= cache_.length(local), ErrorKind::internal, [&] {
+        return fail("starts at " + std::to_string(s.start) + " but this rank cached only " +
+                    std::to_string(cache_.length(local)) + " positions");
+      });
+      cache_.truncate(local, s.start);
+    }
+    const int block = cache_.block_size();
+    const auto held = static_cast<int32_t>(cache_.block_table(local).size());
+    const int64_t covered = (int64_t{s.table_from} + static_cast<int64_t>(s.table.size())) * block;
+    require(s.table_from <= held && covered >= s.start + static_cast<int64_t>(s.tokens.size()),
+            ErrorKind::internal, [&] {
+              return fail("has a table of " + std::to_string(s.table.size()) +
+                          " blocks from block " + std::to_string(s.table_from) + " (this rank holds " +
+                          std::to_string(held) + "), which does not cover positions up to " +
+                          std::to_string(s.start + static_cast<int64_t>(s.tokens.size())));
+            });
+    // The coordinator's block numbers, in a cache of the same size; the
+    // positions before start hold the K/V this rank (or, for cached prefix
+    // blocks, another sequence on this rank) wrote there.
+    cache_.adopt_blocks(local, s.table_from, s.table);
+    cache_.set_length(local, s.start);
   }
 }
 

@@ -5,10 +5,14 @@
 //   engine already reserved and truncated the sequences in `cache`, so the
 //   runner only feeds them (the single-process server and every test);
 // - mirrored cache: a worker rank holding the whole target or one
-//   tensor-parallel shard keeps its own KV cache and replays what the
-//   coordinator did to its bookkeeping: free the released sequences,
-//   truncate each sequence to the step's start, reserve room, feed. The
-//   coordinator's ids map to local ones, so only lengths must agree.
+//   tensor-parallel shard keeps its own KV cache, driven by the
+//   coordinator's bookkeeping: free the released sequences, truncate each
+//   sequence to the step's start, adopt the coordinator's block numbers
+//   (TargetStep::Sequence::table; PagedKvCache::adopt_blocks), feed. The
+//   coordinator's ids map to local ones; block numbers are the
+//   coordinator's, so a sequence the coordinator started on cached prefix
+//   blocks reads the K/V this rank wrote there for another sequence. Such
+//   a cache never turns prefix caching on itself (its driver does).
 // Verification runs where the logits are (target rank 0, or the only
 // rank); other shards return an empty result.
 #pragma once
@@ -41,7 +45,7 @@ class TargetStepRunner final : public TargetExecutor {
   }
 
  private:
-  // Mirrored mode: applies releases and truncations, reserves room.
+  // Mirrored mode: applies releases, truncations and block tables.
   void replay(const TargetStep& step);
 
   LlamaModel& model_;

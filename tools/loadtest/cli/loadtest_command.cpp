@@ -13,10 +13,11 @@
 //
 // Every sweep point runs each variant in turn (side by side, same prompts),
 // prints vLLM's result block, and, when the server exposes Tandem's
-// /metrics, the speculation figures of that run. --json writes every figure
-// and the configuration; --plots writes SVG charts. Failed requests (an
-// empty completion is one) are listed on stderr, the first few with the
-// server's message, and make the exit code 1 unless --allow-errors.
+// /metrics, the speculation and prefix cache figures of that run. --json
+// writes every figure and the configuration; --plots writes SVG charts.
+// Failed requests (an empty completion is one) are listed on stderr, the
+// first few with the server's message, and make the exit code 1 unless
+// --allow-errors.
 #include <unistd.h>
 
 #include <chrono>
@@ -264,8 +265,8 @@ int run_loadtest(const LoadtestFlags& flags) {
         run["conversations"] = conversations_json(per_conversation);
       }
       if (scrape) {
-        const SpeculationDelta delta =
-            speculation_delta(before, parse_prometheus(fetch_metrics(endpoint)));
+        const auto after = parse_prometheus(fetch_metrics(endpoint));
+        const SpeculationDelta delta = speculation_delta(before, after);
         if (delta.target_steps > 0) {
           std::printf("Speculation (server /metrics): acceptance rate %.3f, accepted per draft %.2f, "
                       "tokens per target step %.2f\n",
@@ -292,6 +293,19 @@ int run_loadtest(const LoadtestFlags& flags) {
                                 {"target_busy_fraction", delta.target_busy_fraction()},
                                 {"draft_ahead_hits", delta.ahead_hits},
                                 {"draft_ahead_misses", delta.ahead_misses}};
+        }
+        const PrefixCacheDelta cache = prefix_cache_delta(before, after);
+        if (cache.target_queries > 0) {
+          std::printf("Prefix cache (server /metrics, prompt tokens): target hit rate %.3f (%.0f of "
+                      "%.0f), draft hit rate %.3f (%.0f of %.0f)\n",
+                      cache.target_hit_rate(), cache.target_hits, cache.target_queries,
+                      cache.draft_hit_rate(), cache.draft_hits, cache.draft_queries);
+          run["prefix_cache"] = {{"target_queries", cache.target_queries},
+                                 {"target_hits", cache.target_hits},
+                                 {"target_hit_rate", cache.target_hit_rate()},
+                                 {"draft_queries", cache.draft_queries},
+                                 {"draft_hits", cache.draft_hits},
+                                 {"draft_hit_rate", cache.draft_hit_rate()}};
         }
       }
       std::printf("\n");
