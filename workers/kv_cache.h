@@ -129,6 +129,14 @@ class PagedKvCache {
   Sequence& get(SequenceId seq);
   // Drops the chain from the first stand-in whose content was evicted.
   void check_chain(Sequence& s) const;
+  // The cached blocks holding the longest prefix of `tokens` (at most
+  // max_tokens) under `salt`, from the first, with their chain hashes.
+  struct FoundBlock {
+    int32_t block;
+    uint64_t hash;
+  };
+  std::vector<FoundBlock> find_prefix(std::span<const int32_t> tokens, uint64_t salt,
+                                      int max_tokens) const;
   void give_back_past(Sequence& s, size_t keep);  // blocks [keep, end) back to the pool
 
   int num_blocks_;

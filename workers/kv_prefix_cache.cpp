@@ -3,6 +3,7 @@
 // written; kv_block_pool.h how a block's content is identified).
 #include <algorithm>
 #include <string>
+#include <vector>
 
 #include "common/error.h"
 #include "workers/kv_cache.h"
@@ -15,10 +16,10 @@ void PagedKvCache::enable_prefix_caching(int max_evictable) {
   prefix_caching_ = true;
 }
 
-PagedKvCache::PrefixMatch PagedKvCache::match_prefix(std::span<const int32_t> tokens,
-                                                     uint64_t salt, int max_tokens) const {
-  PrefixMatch match;
-  if (!prefix_caching_) return match;
+std::vector<PagedKvCache::FoundBlock> PagedKvCache::find_prefix(std::span<const int32_t> tokens,
+                                                                uint64_t salt,
+                                                                int max_tokens) const {
+  std::vector<FoundBlock> found;
   const size_t limit = static_cast<size_t>(std::clamp(
       std::min(max_tokens, static_cast<int>(tokens.size())), 0, num_blocks_ * block_size_));
   const size_t bs = static_cast<size_t>(block_size_);
@@ -27,12 +28,22 @@ PagedKvCache::PrefixMatch PagedKvCache::match_prefix(std::span<const int32_t> to
   for (size_t start = 0; start + bs <= limit; start += bs) {
     const std::span<const int32_t> block = tokens.subspan(start, bs);
     hash = block_hash(hash, salt, block);
-    const int32_t found = pool_.find(hash, salt, parent, block);
-    if (found < 0) break;
+    const int32_t b = pool_.find(hash, salt, parent, block);
+    if (b < 0) break;
+    found.push_back({b, hash});
+    parent = {b, pool_.generation(b)};
+  }
+  return found;
+}
+
+PagedKvCache::PrefixMatch PagedKvCache::match_prefix(std::span<const int32_t> tokens,
+                                                     uint64_t salt, int max_tokens) const {
+  PrefixMatch match;
+  if (!prefix_caching_) return match;
+  for (const FoundBlock& f : find_prefix(tokens, salt, max_tokens)) {
     match.tokens += block_size_;
     ++match.blocks;
-    if (pool_.refs(found) == 0) ++match.evictable;
-    parent = {found, pool_.generation(found)};
+    if (pool_.refs(f.block) == 0) ++match.evictable;
   }
   return match;
 }
@@ -47,22 +58,12 @@ int PagedKvCache::attach_prefix(SequenceId seq, std::span<const int32_t> tokens,
   s.salt = salt;
   s.salted = true;
   counters_.queries += tokens.size();
-  const size_t limit = static_cast<size_t>(std::clamp(
-      std::min(max_tokens, static_cast<int>(tokens.size())), 0, num_blocks_ * block_size_));
-  const size_t bs = static_cast<size_t>(block_size_);
-  uint64_t hash = 0;
-  KvBlockPool::Parent parent;
-  for (size_t start = 0; start + bs <= limit; start += bs) {
-    const std::span<const int32_t> block = tokens.subspan(start, bs);
-    hash = block_hash(hash, salt, block);
-    const int32_t found = pool_.find(hash, salt, parent, block);
-    if (found < 0) break;
-    pool_.ref(found);
-    s.blocks.push_back(found);
-    s.chain.push_back(found);
-    s.chain_generation.push_back(pool_.generation(found));
-    s.chain_hash.push_back(hash);
-    parent = {found, pool_.generation(found)};
+  for (const FoundBlock& f : find_prefix(tokens, salt, max_tokens)) {
+    pool_.ref(f.block);
+    s.blocks.push_back(f.block);
+    s.chain.push_back(f.block);
+    s.chain_generation.push_back(pool_.generation(f.block));
+    s.chain_hash.push_back(f.hash);
   }
   s.length = static_cast<int>(s.blocks.size()) * block_size_;
   counters_.hits += static_cast<uint64_t>(s.length);
