@@ -159,6 +159,9 @@ JobRun run(EngineParts& parts) {
   // (DraftReply): a salt's first request finds nothing in either cache.
   SpeculationRequest salted = first[0];
   salted.cache_salt = 0x5a175a17;
+  // A fixed γ, so that the draft rank surely drafts for it (under auto the
+  // controller may choose γ = 0 and the draft cache is never looked up).
+  salted.gamma = GammaPolicy{false, 4};
   for (JobRun::Salted& turn : out.salted) {
     const uint64_t draft_hits = parts.model_drafter->prefix_counters().hits;
     turn.cached_tokens = run_wave(engine, {salted}, out);
