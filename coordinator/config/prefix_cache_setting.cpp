@@ -4,8 +4,6 @@
 #include <cmath>
 #include <sstream>
 
-#include "workers/kv_cache.h"
-
 namespace tandem {
 
 int evictable_limit(const PrefixCacheSetting& setting, int pool_blocks) {
@@ -14,11 +12,6 @@ int evictable_limit(const PrefixCacheSetting& setting, int pool_blocks) {
   // More than the pool could never be evictable at once, so the pool is the cap.
   if (setting.max_evictable < 0) return pool_blocks;
   return std::min(setting.max_evictable, pool_blocks);
-}
-
-void apply(const PrefixCacheSetting& setting, PagedKvCache& cache) {
-  if (!setting.enabled) return;
-  cache.enable_prefix_caching(evictable_limit(setting, cache.num_blocks()));
 }
 
 std::string describe(const PrefixCacheSetting& setting) {

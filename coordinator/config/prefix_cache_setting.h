@@ -3,15 +3,14 @@
 // blocks nobody holds they may keep (`scheduler.prefix_cache_blocks` or
 // `scheduler.prefix_cache_fraction`, resolved against each pool's size here).
 // Whoever builds an allocating PagedKvCache (the target's, the draft's, the
-// coordinator's accounting-only one) applies it; a driven mirror (a
-// tensor-parallel rank) follows its driver and is never given it.
+// coordinator's accounting-only one) applies it (coordinator/deployment/
+// prefix_cache_apply.h); a driven mirror (a tensor-parallel rank) follows
+// its driver and is never given it.
 #pragma once
 
 #include <string>
 
 namespace tandem {
-
-class PagedKvCache;
 
 struct PrefixCacheSetting {
   bool enabled = true;
@@ -24,10 +23,6 @@ struct PrefixCacheSetting {
 // The most cached blocks nobody holds that a pool of pool_blocks keeps under
 // the setting (meaningful only when it is enabled).
 int evictable_limit(const PrefixCacheSetting& setting, int pool_blocks);
-
-// Turns prefix caching on for `cache` with at most evictable_limit() cached
-// unreferenced blocks; does nothing when the setting is off.
-void apply(const PrefixCacheSetting& setting, PagedKvCache& cache);
 
 // "on, keeping up to every free block cached" / "off", in the words of the log and
 // of `serve --check-config`.

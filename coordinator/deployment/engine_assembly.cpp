@@ -5,6 +5,7 @@
 #include "cluster/proxies/remote_drafter.h"
 #include "cluster/proxies/remote_target.h"
 #include "common/error.h"
+#include "coordinator/deployment/prefix_cache_apply.h"
 #include "coordinator/models/load_model.h"
 #include "workers/speculation/model_drafter.h"
 #include "workers/speculation/target_step_runner.h"

@@ -16,6 +16,7 @@
 #include "common/error.h"
 #include "common/log_line.h"
 #include "coordinator/deployment/engine_hosts.h"
+#include "coordinator/deployment/prefix_cache_apply.h"
 #include "coordinator/models/load_model.h"
 #include "coordinator/server/server_app.h"
 #include "transport/world_communicator.h"

@@ -2,8 +2,6 @@
 // the YAML gives them (defaults, each form, the errors with key and line),
 // and what apply() does to a KV cache: on or off, and how many released
 // blocks the pool then keeps.
-#include "coordinator/config/prefix_cache_setting.h"
-
 #include <gtest/gtest.h>
 
 #include <numeric>
@@ -11,6 +9,7 @@
 #include <vector>
 
 #include "coordinator/config/deployment_config.h"
+#include "coordinator/deployment/prefix_cache_apply.h"
 #include "tests/coordinator/deployment_error.h"
 #include "workers/kv_cache.h"
 
