@@ -1,0 +1,126 @@
+# Sourced by the multihost test scripts (tests/cluster/multihost/): a
+# testbed of hosts (tools/cluster/testbed.sh) and `tandem serve` launched
+# across it by mpirun, the way a cluster launches it, except that the
+# launch agent enters a host's namespaces instead of ssh.
+#
+#   testbed_up N          hosts tandem-h1..N, or exit 77 (ctest: skipped)
+#                         saying why this machine cannot have them; a trap
+#                         stops the job and takes the testbed down at exit,
+#                         whatever the script's outcome
+#   testbed_hostfile FILE SLOTS...   a hostfile: SLOTS[i] ranks on tandem-h(i+1)
+#   start_testbed_job TANDEM CONFIG HOSTFILE NP LOG
+#                         mpirun inside tandem-h1 (rank 0, the coordinator,
+#                         must be there: the server listens on its loopback)
+#                         and waits until the server is ready. Sets $pid
+#                         (mpirun, as seen from here) and $port.
+#   on_host HOST CMD...   CMD inside HOST (ssh-like: words joined for its shell)
+#   job_rank_pid RANK     the process of that rank, on whichever host it runs
+#   job_rank_host RANK    the testbed host running that rank
+#   stop_testbed_job      SIGTERM to rank 0 (the graceful end), then waits
+#                         up to 60 s for mpirun; returns mpirun's status
+#
+# Between hosts Open MPI uses TCP over eth0 only (oob and btl restricted to
+# it, no shared memory), so every byte between ranks on different hosts
+# crosses the network stack; ranks on one host still use shared memory.
+# mpi_yield_when_idle: ranks oversubscribing the cores yield instead of
+# spinning (rings are 160x slower without it).
+export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1  # CI runs as root
+export OMPI_MCA_rmaps_base_oversubscribe=1
+
+TESTBED=${TESTBED:-"$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)/tools/cluster/testbed.sh"}
+TESTBED_EXEC=$(dirname "$TESTBED")/testbed_exec.sh
+
+testbed_cleanup() {
+  local status=$?
+  if [ -n "${pid:-}" ] && kill -0 "$pid" 2>/dev/null; then
+    kill -TERM "$pid" 2>/dev/null || true
+    for _ in $(seq 1 30); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
+    kill -KILL "$pid" 2>/dev/null || true
+  fi
+  "$TESTBED" down >/dev/null 2>&1 || true
+  exit $status
+}
+
+testbed_up() {
+  local why
+  if ! why=$("$TESTBED" check 2>&1); then
+    echo "SKIP: $why"
+    exit 77
+  fi
+  trap testbed_cleanup EXIT
+  "$TESTBED" up "$1"
+}
+
+testbed_hostfile() {
+  local file=$1 i=1 slots
+  shift
+  : >"$file"
+  for slots in "$@"; do
+    echo "tandem-h$i slots=$slots" >>"$file"
+    i=$((i + 1))
+  done
+}
+
+on_host() { "$TESTBED_EXEC" "$@"; }
+
+# The mpirun options that launch over the testbed (docs/cluster.md shows
+# the same for real hosts, with ssh).
+testbed_mpirun_options() {
+  echo "--map-by slot --mca plm_rsh_agent $TESTBED_EXEC" \
+       "--mca oob_tcp_if_include eth0 --mca btl_tcp_if_include eth0" \
+       "--mca btl tcp,vader,self --mca mpi_yield_when_idle 1"
+}
+
+start_testbed_job() {
+  local tandem=$1 config=$2 hostfile=$3 np=$4 log=$5
+  : >"$log"
+  on_host tandem-h1 mpirun -np "$np" --hostfile "$hostfile" $(testbed_mpirun_options) \
+    "$tandem" serve --config "$config" --host 127.0.0.1 --port 0 2>"$log" &
+  pid=$!
+  port=""
+  for _ in $(seq 1 900); do
+    port=$(sed -n 's|.*listening on http://127.0.0.1:\([0-9]*\).*|\1|p' "$log" | head -n 1)
+    if [ -n "$port" ] && grep -q "tandem: ready" "$log"; then return 0; fi
+    kill -0 $pid 2>/dev/null || { cat "$log"; echo "the job ended before it was ready"; return 1; }
+    sleep 0.1
+  done
+  cat "$log"
+  echo "the job was not ready within 90 s"
+  return 1
+}
+
+job_rank_pid() {
+  local host candidate
+  for host in $("$TESTBED" hosts | awk '{print $1}'); do
+    for candidate in $(ip netns pids "$host"); do
+      if tr '\0' '\n' </proc/$candidate/environ 2>/dev/null | grep -qx "OMPI_COMM_WORLD_RANK=$1" &&
+         [ "$(cat /proc/$candidate/comm 2>/dev/null)" = tandem ]; then
+        echo "$candidate"
+        return 0
+      fi
+    done
+  done
+  return 1
+}
+
+job_rank_host() {
+  local host candidate
+  for host in $("$TESTBED" hosts | awk '{print $1}'); do
+    for candidate in $(ip netns pids "$host"); do
+      if tr '\0' '\n' </proc/$candidate/environ 2>/dev/null | grep -qx "OMPI_COMM_WORLD_RANK=$1"; then
+        echo "$host"
+        return 0
+      fi
+    done
+  done
+  return 1
+}
+
+stop_testbed_job() {
+  kill -TERM "$(job_rank_pid 0)"
+  for _ in $(seq 1 600); do kill -0 $pid 2>/dev/null || break; sleep 0.1; done
+  if kill -0 $pid 2>/dev/null; then echo "the job still runs 60 s after SIGTERM to rank 0"; return 1; fi
+  local status=0
+  wait $pid || status=$?
+  return $status
+}
