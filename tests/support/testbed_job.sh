@@ -3,13 +3,16 @@
 # across it by mpirun, the way a cluster launches it, except that the
 # launch agent enters a host's namespaces instead of ssh.
 #
-#   testbed_up N          hosts tandem-h1..N, or exit 77 (ctest: skipped)
+# Host names are $TB-h1.. where TB is TANDEM_TESTBED_NAME (default tandem;
+# another name gives a testbed of its own, beside one already up).
+#
+#   testbed_up N          hosts $TB-h1..N, or exit 77 (ctest: skipped)
 #                         saying why this machine cannot have them; a trap
 #                         stops the job and takes the testbed down at exit,
 #                         whatever the script's outcome
-#   testbed_hostfile FILE SLOTS...   a hostfile: SLOTS[i] ranks on tandem-h(i+1)
+#   testbed_hostfile FILE SLOTS...   a hostfile: SLOTS[i] ranks on $TB-h(i+1)
 #   start_testbed_job TANDEM CONFIG HOSTFILE NP LOG
-#                         mpirun inside tandem-h1 (rank 0, the coordinator,
+#                         mpirun inside $TB-h1 (rank 0, the coordinator,
 #                         must be there: the server listens on its loopback)
 #                         and waits until the server is ready. Sets $pid
 #                         (mpirun, as seen from here) and $port.
@@ -27,6 +30,7 @@
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1  # CI runs as root
 export OMPI_MCA_rmaps_base_oversubscribe=1
 
+TB=${TANDEM_TESTBED_NAME:-tandem}
 TESTBED=${TESTBED:-"$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)/tools/cluster/testbed.sh"}
 TESTBED_EXEC=$(dirname "$TESTBED")/testbed_exec.sh
 
@@ -56,7 +60,7 @@ testbed_hostfile() {
   shift
   : >"$file"
   for slots in "$@"; do
-    echo "tandem-h$i slots=$slots" >>"$file"
+    echo "$TB-h$i slots=$slots" >>"$file"
     i=$((i + 1))
   done
 }
@@ -74,7 +78,7 @@ testbed_mpirun_options() {
 start_testbed_job() {
   local tandem=$1 config=$2 hostfile=$3 np=$4 log=$5
   : >"$log"
-  on_host tandem-h1 mpirun -np "$np" --hostfile "$hostfile" $(testbed_mpirun_options) \
+  on_host "$TB-h1" mpirun -np "$np" --hostfile "$hostfile" $(testbed_mpirun_options) \
     "$tandem" serve --config "$config" --host 127.0.0.1 --port 0 2>"$log" &
   pid=$!
   port=""

@@ -15,17 +15,22 @@
 # 10.213.0.0/24, a range used only inside these namespaces: host i is
 # 10.213.0.(10+i). Nothing is added to the machine's own network namespace.
 #
-# State lives under $TANDEM_TESTBED_DIR (default /run/tandem-testbed): the
-# UTS namespaces' mount files and `hosts`, the list `hosts` prints. `up`
+# TANDEM_TESTBED_NAME (default tandem) names the testbed: its hosts are
+# NAME-h1.., its bridge's namespace NAME-bridge, its state /run/NAME-testbed
+# (the UTS namespaces' mount files and `hosts`, the list `hosts` prints).
+# Testbeds of different names can be up at once (their addresses are the
+# same, but each is alone on its own bridge). `up`
 # first takes down whatever an earlier testbed left, so it is idempotent;
 # `down` kills every process still inside a host, so nothing is left behind.
 # Needs root (or CAP_SYS_ADMIN and CAP_NET_ADMIN) and a kernel with network
 # and UTS namespaces, veth and bridge; `check` says which is missing.
 set -euo pipefail
 
-STATE=${TANDEM_TESTBED_DIR:-/run/tandem-testbed}
-PREFIX=tandem-h           # host names: tandem-h1, tandem-h2, ...
-BRIDGE_NS=tandem-tb-bridge
+NAME=${TANDEM_TESTBED_NAME:-tandem}
+[[ "$NAME" =~ ^[a-z][a-z0-9]{0,11}$ ]] || { echo "testbed: TANDEM_TESTBED_NAME must be 1-12 of a-z0-9, starting with a letter" >&2; exit 1; }
+STATE=/run/$NAME-testbed
+PREFIX=$NAME-h            # host names: tandem-h1, tandem-h2, ...
+BRIDGE_NS=$NAME-bridge
 SUBNET=10.213.0
 HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 

@@ -7,7 +7,7 @@
 # joined with spaces and run by the host's shell, so quote for that shell
 # (Open MPI's arguments come quoted for it).
 set -euo pipefail
-STATE=${TANDEM_TESTBED_DIR:-/run/tandem-testbed}
+STATE=/run/${TANDEM_TESTBED_NAME:-tandem}-testbed  # as in testbed.sh
 host=${1:?usage: testbed_exec.sh HOST CMD...}
 shift
 [ -e "$STATE/uts/$host" ] || { echo "testbed_exec: no testbed host '$host'" >&2; exit 255; }
