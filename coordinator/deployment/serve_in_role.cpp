@@ -1,7 +1,6 @@
 #include "coordinator/deployment/serve_in_role.h"
 
 #include <omp.h>
-#include <pthread.h>
 #include <signal.h>
 
 #include <iostream>
@@ -26,13 +25,13 @@ namespace {
 
 // A worker rank: load its model (or its shard), report, serve until told to stop.
 int run_worker(const DeploymentConfig& config, PeerChannel& channel, Communicator* tp_group) {
-  // SIGTERM and SIGINT reach every rank when mpirun forwards them; the
-  // coordinator decides when the job ends and says so with Shutdown.
-  sigset_t signals;
-  sigemptyset(&signals);
-  sigaddset(&signals, SIGINT);
-  sigaddset(&signals, SIGTERM);
-  pthread_sigmask(SIG_BLOCK, &signals, nullptr);
+  // SIGTERM and SIGINT reach every rank when mpirun forwards them or
+  // `scancel --signal=TERM` signals every task; the coordinator decides
+  // when the job ends and says so with Shutdown. Ignored for the whole
+  // process: a mask would cover only threads started after it, and
+  // MPI_Init has started its own, which would take the signal and die of it.
+  signal(SIGINT, SIG_IGN);
+  signal(SIGTERM, SIG_IGN);
   if (config.placement.threads > 0) omp_set_num_threads(config.placement.threads);
   const WorkerLoader load = [&config](const ClusterLayout& layout, Communicator* group) {
     return load_worker_model(config, layout, group);

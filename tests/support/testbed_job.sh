@@ -21,6 +21,16 @@
 #   job_rank_host RANK    the testbed host running that rank
 #   stop_testbed_job      SIGTERM to rank 0 (the graceful end), then waits
 #                         up to 60 s for mpirun; returns mpirun's status
+#   slurm_up              munged, slurmctld and a slurmd per host
+#                         (tools/cluster/testbed_daemons.sh), or exit 77 if
+#                         Slurm is not installed; exports SLURM_CONF
+#   on_slurm CMD...       a Slurm command (squeue, scontrol...) inside $TB-h1
+#   start_slurm_job LOG SCRIPT [ARGS...]   sbatch SCRIPT from $TB-h1 and the
+#                         current directory, waits until the server is ready;
+#                         sets $job and $port
+#   stop_slurm_job        scancel --signal=TERM, waits up to 60 s for the
+#                         job to leave the queue; fails unless it COMPLETED
+#                         with exit code 0
 #
 # Between hosts Open MPI uses TCP over eth0 only (oob and btl restricted to
 # it, no shared memory), so every byte between ranks on different hosts
@@ -93,11 +103,16 @@ start_testbed_job() {
   return 1
 }
 
+# The variable holding a rank's number in its environment from the start:
+# mpirun's, or srun's (Open MPI sets OMPI_COMM_WORLD_RANK under srun only
+# inside MPI_Init, which /proc/PID/environ does not show).
+rank_variable() { echo "(OMPI_COMM_WORLD_RANK|SLURM_PROCID)"; }
+
 job_rank_pid() {
   local host candidate
   for host in $("$TESTBED" hosts | awk '{print $1}'); do
     for candidate in $(ip netns pids "$host"); do
-      if tr '\0' '\n' </proc/$candidate/environ 2>/dev/null | grep -qx "OMPI_COMM_WORLD_RANK=$1" &&
+      if tr '\0' '\n' </proc/$candidate/environ 2>/dev/null | grep -qxE "$(rank_variable)=$1" &&
          [ "$(cat /proc/$candidate/comm 2>/dev/null)" = tandem ]; then
         echo "$candidate"
         return 0
@@ -111,7 +126,8 @@ job_rank_host() {
   local host candidate
   for host in $("$TESTBED" hosts | awk '{print $1}'); do
     for candidate in $(ip netns pids "$host"); do
-      if tr '\0' '\n' </proc/$candidate/environ 2>/dev/null | grep -qx "OMPI_COMM_WORLD_RANK=$1"; then
+      if tr '\0' '\n' </proc/$candidate/environ 2>/dev/null | grep -qxE "$(rank_variable)=$1" &&
+         [ "$(cat /proc/$candidate/comm 2>/dev/null)" = tandem ]; then
         echo "$host"
         return 0
       fi
@@ -127,4 +143,60 @@ stop_testbed_job() {
   local status=0
   wait $pid || status=$?
   return $status
+}
+
+# Slurm on the testbed (tools/cluster/testbed_daemons.sh): slurmctld on
+# $TB-h1, a slurmd on every host. Its commands run inside $TB-h1 (on_host
+# passes SLURM_CONF on: nsenter keeps the environment).
+TESTBED_DAEMONS=$(dirname "$TESTBED")/testbed_daemons.sh
+
+slurm_up() {
+  for tool in munged slurmctld slurmd sbatch; do
+    command -v $tool >/dev/null || { echo "SKIP: no $tool (Debian: munge slurmctld slurmd slurm-client)"; exit 77; }
+  done
+  "$TESTBED_DAEMONS" start
+  SLURM_CONF=$("$TESTBED_DAEMONS" conf)
+  export SLURM_CONF
+}
+
+on_slurm() { on_host "$TB-h1" "$@"; }
+
+# start_slurm_job LOG SCRIPT [ARGS...]: sbatch SCRIPT ARGS from the current
+# directory, its output in LOG; waits until the server is ready. Sets $job
+# (the job's id) and $port.
+start_slurm_job() {
+  local log=$1 script=$2
+  shift 2
+  : >"$log"
+  job=$(on_slurm cd "$PWD" "&&" sbatch --parsable --output="$log" "$script" "$@")
+  [[ "$job" =~ ^[0-9]+$ ]] || { echo "sbatch said: $job"; return 1; }
+  port=""
+  for _ in $(seq 1 900); do
+    port=$(sed -n 's|.*listening on http://127.0.0.1:\([0-9]*\).*|\1|p' "$log" | head -n 1)
+    if [ -n "$port" ] && grep -q "tandem: ready" "$log"; then return 0; fi
+    if [ -z "$(on_slurm squeue -h -j "$job" 2>/dev/null)" ]; then
+      cat "$log"; echo "job $job ended before it was ready"; return 1
+    fi
+    sleep 0.1
+  done
+  cat "$log"
+  echo "job $job was not ready within 90 s"
+  return 1
+}
+
+# stop_slurm_job: scancel --signal=TERM (every task gets SIGTERM; the
+# coordinator's is the graceful end), then waits up to 60 s for the job to
+# leave the queue; fails unless it COMPLETED with exit code 0.
+stop_slurm_job() {
+  on_slurm scancel --signal=TERM "$job"
+  for _ in $(seq 1 600); do
+    [ -z "$(on_slurm squeue -h -j "$job" 2>/dev/null)" ] && break
+    sleep 0.1
+  done
+  if [ -n "$(on_slurm squeue -h -j "$job" 2>/dev/null)" ]; then
+    on_slurm squeue; echo "job $job still runs 60 s after scancel --signal=TERM"; return 1
+  fi
+  local state
+  state=$(on_slurm scontrol show job "$job" | grep -o -E '(JobState|ExitCode)=[^ ]*' | paste -sd' ')
+  [ "$state" = "JobState=COMPLETED ExitCode=0:0" ] || { echo "job $job: $state"; return 1; }
 }

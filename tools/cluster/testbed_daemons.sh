@@ -1,0 +1,165 @@
+#!/bin/bash
+# Slurm on the testbed (tools/cluster/testbed.sh): a cluster whose nodes
+# are the testbed's hosts, for the tests that launch `tandem serve` with
+# srun or sbatch (docs/cluster.md, "Slurm").
+#
+#   tools/cluster/testbed_daemons.sh start   # munged, slurmctld, one slurmd per host
+#   tools/cluster/testbed_daemons.sh stop    # every daemon start started (safe when none runs)
+#   tools/cluster/testbed_daemons.sh conf    # the slurm.conf path, for SLURM_CONF
+#
+# `start` needs a testbed that is up; it first stops whatever an earlier
+# start left, writes everything under the testbed's state directory
+# (/run/NAME-testbed/slurm) and waits until every host is an idle node.
+# Nothing in /etc is read or written: Debian's packages leave a munge key
+# and users there, but the daemons here use a key of their own, the
+# configuration written here (slurmctld -f, slurmd -f, SLURM_CONF for the
+# commands) and run as root.
+#
+#   munged     one, in the machine's own namespaces; every host reaches it
+#              through its socket's path (a Unix socket is a file, not a
+#              network address, so the network namespaces do not matter)
+#   slurmctld  inside the first host ($TB-h1), port 6817
+#   slurmd     one inside each host, NodeName = the host's name, NodeAddr =
+#              its address, port 6818
+# The ports are Slurm's own: each host has a network stack of its own, so
+# testbeds of different names never share a port. Clients (srun, sbatch,
+# squeue, sinfo, scontrol, scancel) must run inside a host too, with
+# SLURM_CONF set to `conf`'s path: they reach slurmctld on 10.213.0.11.
+#
+# Without systemd or cgroups: processes are tracked by their parents
+# (proctrack/linuxproc) and tasks are not bound (task/none). Slurm's pmix
+# plugin keeps its sockets in TmpFS, which must differ per node since the
+# hosts share one file system (else the second node fails: "File exists").
+#
+# Every process started here carries TANDEM_TESTBED_DAEMON=NAME in its
+# environment, and so does every slurmstepd its slurmd starts: `stop`
+# finds them all by it, even when `start` failed halfway, and kills them.
+# The jobs' own processes live inside the hosts; testbed.sh down kills them.
+set -euo pipefail
+
+NAME=${TANDEM_TESTBED_NAME:-tandem}
+[[ "$NAME" =~ ^[a-z][a-z0-9]{0,11}$ ]] || { echo "testbed_daemons: TANDEM_TESTBED_NAME must be 1-12 of a-z0-9, starting with a letter" >&2; exit 1; }
+STATE=/run/$NAME-testbed           # as in testbed.sh
+DIR=$STATE/slurm
+CONF=$DIR/slurm.conf
+SOCKET=$DIR/munge.socket
+HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+MARK=TANDEM_TESTBED_DAEMON
+
+die() { echo "testbed_daemons: $*" >&2; exit 1; }
+
+# The processes whose environment holds MARK=NAME.
+marked_pids() {
+  grep -lxz "$MARK=$NAME" /proc/[0-9]*/environ 2>/dev/null | awk -F/ -v self=$$ '$3 != self {print $3}' || true
+}
+
+stop() {
+  local pids
+  pids=$(marked_pids)
+  if [ -n "$pids" ]; then
+    kill -TERM $pids 2>/dev/null || true
+    for _ in $(seq 1 30); do
+      pids=$(marked_pids)
+      [ -z "$pids" ] && break
+      sleep 0.1
+    done
+    if [ -n "$pids" ]; then kill -KILL $pids 2>/dev/null || true; sleep 0.2; fi
+  fi
+  pids=$(marked_pids)
+  [ -z "$pids" ] || die "still running after SIGKILL: $pids"
+  rm -rf "$DIR"
+}
+
+write_conf() {  # write_conf HOST...
+  local controller=$1 host address
+  address=$(awk -v h="$controller" '$1 == h {print $2}' "$STATE/hosts")
+  cat >"$CONF" <<EOF
+# Written by tools/cluster/testbed_daemons.sh for testbed $NAME.
+ClusterName=$NAME
+SlurmctldHost=$controller($address)
+SlurmUser=root
+SlurmdUser=root
+AuthType=auth/munge
+CredType=cred/munge
+AuthInfo=socket=$SOCKET
+StateSaveLocation=$DIR/ctld
+SlurmdSpoolDir=$DIR/spool/%n
+TmpFS=$DIR/tmp/%n
+SlurmctldPidFile=$DIR/slurmctld.pid
+SlurmdPidFile=$DIR/slurmd-%n.pid
+SlurmctldLogFile=$DIR/log/slurmctld.log
+SlurmdLogFile=$DIR/log/slurmd-%n.log
+ProctrackType=proctrack/linuxproc
+TaskPlugin=task/none
+JobAcctGatherType=jobacct_gather/none
+AccountingStorageType=accounting_storage/none
+JobCompType=jobcomp/none
+MpiDefault=pmix
+ReturnToService=2
+SlurmdParameters=config_overrides
+KillWait=10
+PlugStackConfig=$DIR/plugstack.conf
+EOF
+  : >"$DIR/plugstack.conf"   # none: /etc/slurm's is not ours
+  while read -r host address; do
+    echo "NodeName=$host NodeAddr=$address CPUs=2 State=UNKNOWN" >>"$CONF"
+  done <"$STATE/hosts"
+  echo "PartitionName=testbed Nodes=ALL Default=YES MaxTime=INFINITE State=UP" >>"$CONF"
+}
+
+on_host() { "$HERE/testbed_exec.sh" "$@"; }
+
+show_logs() {
+  local log
+  for log in "$DIR"/log/*; do
+    [ -e "$log" ] || continue
+    echo "--- $log"; tail -n 20 "$log"
+  done >&2
+}
+
+start() {
+  [ -f "$STATE/hosts" ] || die "no testbed is up (tools/cluster/testbed.sh up N first)"
+  for tool in munged slurmctld slurmd sinfo; do
+    command -v $tool >/dev/null || die "needs '$tool' (Debian: munge slurmctld slurmd slurm-client)"
+  done
+  stop
+  local hosts first host
+  hosts=$(awk '{print $1}' "$STATE/hosts")
+  first=$(echo "$hosts" | head -n 1)
+  mkdir -p -m 700 "$DIR"
+  mkdir -p "$DIR/ctld" "$DIR/log"
+  for host in $hosts; do mkdir -p "$DIR/spool/$host" "$DIR/tmp/$host"; done
+  head -c 1024 /dev/urandom >"$DIR/munge.key"
+  chmod 600 "$DIR/munge.key"
+  write_conf "$first"
+  export $MARK=$NAME SLURM_CONF=$CONF
+
+  munged --force --socket="$SOCKET" --key-file="$DIR/munge.key" --pid-file="$DIR/munged.pid" \
+    --log-file="$DIR/log/munged.log" --seed-file="$DIR/munged.seed" ||
+    { show_logs; die "munged did not start"; }
+  on_host "$first" slurmctld -f "$CONF" || { show_logs; die "slurmctld did not start"; }
+  for host in $hosts; do
+    on_host "$host" slurmd -f "$CONF" -N "$host" || { show_logs; die "slurmd on $host did not start"; }
+  done
+
+  local count idle
+  count=$(echo "$hosts" | wc -l)
+  for _ in $(seq 1 300); do
+    idle=$(on_host "$first" sinfo -h -N -o %T 2>/dev/null | grep -cx idle || true)
+    if [ "$idle" = "$count" ]; then
+      echo "testbed_daemons: slurm up, $count idle nodes ($(echo $hosts))"
+      return 0
+    fi
+    sleep 0.1
+  done
+  on_host "$first" sinfo -N >&2 || true
+  show_logs
+  die "the nodes were not all idle within 30 s"
+}
+
+case "${1:-}" in
+  start) start ;;
+  stop) stop ;;
+  conf) echo "$CONF" ;;
+  *) die "usage: testbed_daemons.sh start | stop | conf" ;;
+esac
