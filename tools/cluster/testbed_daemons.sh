@@ -31,10 +31,11 @@
 # plugin keeps its sockets in TmpFS, which must differ per node since the
 # hosts share one file system (else the second node fails: "File exists").
 #
-# Every process started here carries TANDEM_TESTBED_DAEMON=NAME in its
-# environment, and so does every slurmstepd its slurmd starts: `stop`
-# finds them all by it, even when `start` failed halfway, and kills them.
-# The jobs' own processes live inside the hosts; testbed.sh down kills them.
+# Every daemon started here carries TANDEM_TESTBED_DAEMON=NAME in its
+# environment: `stop` finds them by it, even when `start` failed halfway,
+# and kills them, with the slurmstepd (and slurmscriptd) they started inside
+# the hosts and every process below those, the jobs' included: SIGTERM,
+# then SIGKILL 3 s later.
 set -euo pipefail
 
 NAME=${TANDEM_TESTBED_NAME:-tandem}
@@ -48,24 +49,62 @@ MARK=TANDEM_TESTBED_DAEMON
 
 die() { echo "testbed_daemons: $*" >&2; exit 1; }
 
-# The processes whose environment holds MARK=NAME.
+# The processes whose environment holds MARK=NAME: the daemons.
 marked_pids() {
   grep -lxz "$MARK=$NAME" /proc/[0-9]*/environ 2>/dev/null | awk -F/ -v self=$$ '$3 != self {print $3}' || true
 }
 
+# The daemons, the helpers they start inside the hosts (slurmstepd for each
+# step, slurmctld's slurmscriptd: slurmd hands them a clean environment,
+# without the mark) and every process below those (the jobs' own), living
+# ones only.
+daemon_pids() {
+  local roots ns pid
+  roots=$(marked_pids)
+  for ns in $(ip netns list 2>/dev/null | awk '{print $1}' | grep -E "^$NAME-h[0-9]+$" || true); do
+    for pid in $(ip netns pids "$ns" 2>/dev/null || true); do
+      case "$(cat /proc/$pid/comm 2>/dev/null)" in slurmstepd | slurmscriptd) roots="$roots $pid" ;; esac
+    done
+  done
+  [ -n "${roots// /}" ] || return 0
+  ps -eo pid=,ppid=,stat= | awk -v roots="$roots" -v self=$$ '
+    $3 !~ /^Z/ { parent[$1] = $2 }
+    END {
+      n = split(roots, r, " ")
+      for (i = 1; i <= n; i++) if (r[i] in parent) keep[r[i]] = 1
+      for (grew = 1; grew;) {
+        grew = 0
+        for (p in parent) if (!(p in keep) && (parent[p] in keep)) { keep[p] = 1; grew = 1 }
+      }
+      for (p in keep) if (p != self) print p
+    }'
+}
+
+# The PIDs given that are still running (zombies are done).
+running() {
+  local pid
+  for pid in "$@"; do
+    [ -r "/proc/$pid/stat" ] || continue
+    [ "$(awk '{print $3}' "/proc/$pid/stat" 2>/dev/null)" = Z ] || echo "$pid"
+  done
+}
+
 stop() {
+  # Once a slurmstepd is gone, what ran below it no longer descends from a
+  # daemon: every PID seen at any pass stays on the list.
   local pids
-  pids=$(marked_pids)
+  pids=$(daemon_pids)
   if [ -n "$pids" ]; then
     kill -TERM $pids 2>/dev/null || true
     for _ in $(seq 1 30); do
-      pids=$(marked_pids)
+      pids=$(running $(echo "$pids" $(daemon_pids) | tr ' ' '\n' | sort -u))
       [ -z "$pids" ] && break
+      kill -TERM $pids 2>/dev/null || true
       sleep 0.1
     done
     if [ -n "$pids" ]; then kill -KILL $pids 2>/dev/null || true; sleep 0.2; fi
   fi
-  pids=$(marked_pids)
+  pids=$(running $pids $(daemon_pids))
   [ -z "$pids" ] || die "still running after SIGKILL: $pids"
   rm -rf "$DIR"
 }

@@ -63,7 +63,17 @@ started=$(date +%s.%N)
 stop_slurm_job || { cat "$work/slurm.log"; exit 1; }
 echo "job $job ended $(awk "BEGIN {print $(date +%s.%N) - $started}") s after scancel --signal=TERM, COMPLETED, exit 0"
 
+# The daemons, found by the mark testbed_daemons.sh gives them: munged,
+# slurmctld and four slurmd. Each must be gone after the testbed is down.
+daemons=$({ grep -lxz "TANDEM_TESTBED_DAEMON=$TB" /proc/[0-9]*/environ 2>/dev/null || true; } | cut -d/ -f3)
+names=$(for d in $daemons; do cat "/proc/$d/comm"; done | sort | uniq -c | awk '{print $2 "x" $1}' | paste -sd' ')
+[ "$names" = "mungedx1 slurmctldx1 slurmdx4" ] || { echo "daemons running: $names"; exit 1; }
 "$TESTBED" down
+for d in $daemons; do
+  if [ -r "/proc/$d/stat" ] && [ "$(awk '{print $3}' "/proc/$d/stat")" != Z ]; then
+    echo "daemon left behind: $d $(cat "/proc/$d/comm")"; exit 1
+  fi
+done
 left=$(grep -lxz "TANDEM_TESTBED_DAEMON=$TB" /proc/[0-9]*/environ 2>/dev/null || true)
 [ -z "$left" ] || { echo "daemons left behind: $left"; exit 1; }
 left=$(ip netns list | awk '{print $1}' | grep -E "^$TB-" || true)
