@@ -109,7 +109,7 @@ stop() {
   rm -rf "$DIR"
 }
 
-write_conf() {  # write_conf HOST...
+write_conf() {  # write_conf CONTROLLER_HOST
   local controller=$1 host address
   address=$(awk -v h="$controller" '$1 == h {print $2}' "$STATE/hosts")
   cat >"$CONF" <<EOF
@@ -134,10 +134,14 @@ JobAcctGatherType=jobacct_gather/none
 AccountingStorageType=accounting_storage/none
 JobCompType=jobcomp/none
 MpiDefault=pmix
+# A node that registers comes back into service; the CPUs below are taken
+# as written, whatever the machine has (the hosts share its cores).
 ReturnToService=2
 SlurmdParameters=config_overrides
+# A plain scancel's SIGKILL follows its SIGTERM after this many seconds.
 KillWait=10
 PlugStackConfig=$DIR/plugstack.conf
+MailProg=/bin/true
 EOF
   : >"$DIR/plugstack.conf"   # none: /etc/slurm's is not ours
   while read -r host address; do
@@ -168,11 +172,12 @@ start() {
   mkdir -p -m 700 "$DIR"
   mkdir -p "$DIR/ctld" "$DIR/log"
   for host in $hosts; do mkdir -p "$DIR/spool/$host" "$DIR/tmp/$host"; done
-  head -c 1024 /dev/urandom >"$DIR/munge.key"
-  chmod 600 "$DIR/munge.key"
+  (umask 077 && head -c 1024 /dev/urandom >"$DIR/munge.key")
   write_conf "$first"
   export $MARK=$NAME SLURM_CONF=$CONF
 
+  # --force: munged wants a socket every user can reach; only root uses
+  # this one, in a directory only root may enter.
   munged --force --socket="$SOCKET" --key-file="$DIR/munge.key" --pid-file="$DIR/munged.pid" \
     --log-file="$DIR/log/munged.log" --seed-file="$DIR/munged.seed" ||
     { show_logs; die "munged did not start"; }
