@@ -21,6 +21,8 @@
 #   job_rank_host RANK    the testbed host running that rank
 #   stop_testbed_job      SIGTERM to rank 0 (the graceful end), then waits
 #                         up to 60 s for mpirun; returns mpirun's status
+#   start_testbed_server TANDEM CONFIG LOG, stop_testbed_server
+#                         the same for one process on $TB-h1, no mpirun
 #
 # Between hosts Open MPI uses TCP over eth0 only (oob and btl restricted to
 # it, no shared memory), so every byte between ranks on different hosts
@@ -81,6 +83,21 @@ start_testbed_job() {
   on_host "$TB-h1" mpirun -np "$np" --hostfile "$hostfile" $(testbed_mpirun_options) \
     "$tandem" serve --config "$config" --host 127.0.0.1 --port 0 2>"$log" &
   pid=$!
+  wait_testbed_ready "$log"
+}
+
+# start_testbed_server TANDEM CONFIG LOG: one process on $TB-h1, no mpirun
+# (the reference the jobs are compared with); sets $pid and $port.
+start_testbed_server() {
+  local tandem=$1 config=$2 log=$3
+  : >"$log"
+  on_host "$TB-h1" "$tandem" serve --config "$config" --host 127.0.0.1 --port 0 2>"$log" &
+  pid=$!
+  wait_testbed_ready "$log"
+}
+
+wait_testbed_ready() {  # wait_testbed_ready LOG: the server in $pid says it is ready (sets $port)
+  local log=$1
   port=""
   for _ in $(seq 1 900); do
     port=$(sed -n 's|.*listening on http://127.0.0.1:\([0-9]*\).*|\1|p' "$log" | head -n 1)
@@ -122,6 +139,18 @@ job_rank_host() {
 
 stop_testbed_job() {
   kill -TERM "$(job_rank_pid 0)"
+  wait_testbed_end
+}
+
+stop_testbed_server() {  # the graceful end of start_testbed_server's process
+  local candidate
+  for candidate in $(ip netns pids "$TB-h1"); do
+    if [ "$(cat /proc/$candidate/comm 2>/dev/null)" = tandem ]; then kill -TERM "$candidate"; fi
+  done
+  wait_testbed_end
+}
+
+wait_testbed_end() {  # $pid ends within 60 s; returns its status
   for _ in $(seq 1 600); do kill -0 $pid 2>/dev/null || break; sleep 0.1; done
   if kill -0 $pid 2>/dev/null; then echo "the job still runs 60 s after SIGTERM to rank 0"; return 1; fi
   local status=0
