@@ -11,11 +11,12 @@
 #                         stops the job and takes the testbed down at exit,
 #                         whatever the script's outcome
 #   testbed_hostfile FILE SLOTS...   a hostfile: SLOTS[i] ranks on $TB-h(i+1)
-#   start_testbed_job TANDEM CONFIG HOSTFILE NP LOG
+#   start_testbed_job TANDEM CONFIG HOSTFILE NP LOG [LISTEN]
 #                         mpirun inside $TB-h1 (rank 0, the coordinator,
-#                         must be there: the server listens on its loopback)
-#                         and waits until the server is ready. Sets $pid
-#                         (mpirun, as seen from here) and $port.
+#                         must be there: the server listens on its loopback,
+#                         or on LISTEN, e.g. 0.0.0.0 for clients on other
+#                         hosts) and waits until the server is ready. Sets
+#                         $pid (mpirun, as seen from here) and $port.
 #   on_host HOST CMD...   CMD inside HOST (ssh-like: words joined for its shell)
 #   job_rank_pid RANK     the process of that rank, on whichever host it runs
 #   job_rank_host RANK    the testbed host running that rank
@@ -78,10 +79,10 @@ testbed_mpirun_options() {
 }
 
 start_testbed_job() {
-  local tandem=$1 config=$2 hostfile=$3 np=$4 log=$5
+  local tandem=$1 config=$2 hostfile=$3 np=$4 log=$5 listen=${6:-127.0.0.1}
   : >"$log"
   on_host "$TB-h1" mpirun -np "$np" --hostfile "$hostfile" $(testbed_mpirun_options) \
-    "$tandem" serve --config "$config" --host 127.0.0.1 --port 0 2>"$log" &
+    "$tandem" serve --config "$config" --host "$listen" --port 0 2>"$log" &
   pid=$!
   wait_testbed_ready "$log"
 }
@@ -100,7 +101,7 @@ wait_testbed_ready() {  # wait_testbed_ready LOG: the server in $pid says it is 
   local log=$1
   port=""
   for _ in $(seq 1 900); do
-    port=$(sed -n 's|.*listening on http://127.0.0.1:\([0-9]*\).*|\1|p' "$log" | head -n 1)
+    port=$(sed -n 's|.*listening on http://[^ ]*:\([0-9][0-9]*\).*|\1|p' "$log" | head -n 1)
     if [ -n "$port" ] && grep -q "tandem: ready" "$log"; then return 0; fi
     kill -0 $pid 2>/dev/null || { cat "$log"; echo "the job ended before it was ready"; return 1; }
     sleep 0.1

@@ -4,13 +4,16 @@
 # give exactly the same text from one process as from an MPI job launched by
 # mpirun across four testbed hosts, configs/cluster-cpu.yaml's placement one
 # rank a host: the coordinator on h1, the draft on h2, the TP-2 target on h3
-# and h4 (speculation.pipeline auto, which pipelines some steps); and again
-# with the draft rank drafting ahead on every step it can (pipeline ahead).
-# The bytes really crossed the network: eth0's counters of h3 and h4 grew by
-# at least what the target's all-reduces must carry for the positions it
-# ran, and h2's by the draft's share. Each job ends with exit 0 within 60 s
-# of SIGTERM to rank 0, and after `testbed.sh down` nothing of the testbed
-# is left: no namespace, no mount, none of the job's processes.
+# and h4 (speculation.pipeline auto, which pipelines some steps). And again
+# with the draft rank drafting ahead on every step it can (pipeline ahead),
+# its server listening on every interface of h1 and asked by a client on
+# h5 at h1's address (server.allowed_hosts), as docs/cluster.md's recipe
+# for several hosts does. The bytes really crossed the network: eth0's
+# counters of h3 and h4 grew by at least what the target's all-reduces must
+# carry for the positions it ran, and h2's by the draft's share. Each job
+# ends with exit 0 within 60 s of SIGTERM to rank 0, and after `testbed.sh
+# down` nothing of the testbed is left: no namespace, no mount, none of the
+# job's processes.
 # usage: run_multihost_outputs.sh TANDEM_BINARY SOURCE_DIR WORK_DIR
 set -euo pipefail
 tandem=$1 source=$2 work=$3
@@ -25,8 +28,17 @@ eth0_bytes() {  # eth0_bytes HOST: "RX TX", bytes through its eth0 so far
     paste -sd' '
 }
 
-metric() {  # metric NAME: its value on the job's /metrics, as an integer
-  on_host "$TB-h1" curl -s "localhost:$port/metrics" | sed -n "s/^tandem_$1\({[^}]*}\)\? //p" | cut -d. -f1
+# The clients: on $TB-h1 over its loopback, or on $TB-h5 (no rank there)
+# over the network, through $server, the address the job was told to
+# answer on.
+ask() {  # ask CLIENT_HOST SERVER_ADDRESS: the snapshot, to stdout
+  on_host "$1" python3 tests/cluster/completions_snapshot.py "$port" "$2"
+}
+metrics() {  # metrics CLIENT_HOST SERVER_ADDRESS
+  on_host "$1" curl -sf "http://$2:$port/metrics"
+}
+metric() {  # metric NAME: its value on the job's /metrics (asked as the snapshot was), as an integer
+  metrics $client | sed -n "s/^tandem_$1\({[^}]*}\)\? //p" | cut -d. -f1
 }
 
 # require_growth HOST BEFORE AFTER RX_FLOOR TX_FLOOR WHY: eth0's counters
@@ -87,16 +99,19 @@ PY
   require_growth "$TB-h2" "$2" "$(eth0_bytes "$TB-h2")" "$draft_rx" "$draft_tx" "q rows for $sampled sampled requests"
 }
 
-# job NAME CONFIG [SHAPE]: the 4-host job's snapshot (its steps of SHAPE,
-# when given), then its graceful end; its answers must be one process's.
+# job NAME CONFIG LISTEN CLIENT [SHAPE]: the 4-host job, its server on
+# LISTEN, and its snapshot asked from CLIENT ("HOST ADDRESS": where the
+# client runs, the address it asks) with its steps of SHAPE, when given;
+# then its graceful end. Its answers must be one process's.
 job() {
-  start_testbed_job "$tandem" "$2" "$work/hosts" 4 "$work/$1.log"
+  client=$4
+  start_testbed_job "$tandem" "$2" "$work/hosts" 4 "$work/$1.log" "$3"
   require_ranks_on_hosts "$1"
   local h2 h3 h4
   h2=$(eth0_bytes "$TB-h2") h3=$(eth0_bytes "$TB-h3") h4=$(eth0_bytes "$TB-h4")
-  on_host "$TB-h1" python3 tests/cluster/completions_snapshot.py "$port" >"$work/$1.jsonl"
-  if [ -n "${3:-}" ]; then
-    on_host "$TB-h1" curl -s "localhost:$port/metrics" | require_steps_of_shape "$1" "$3"
+  ask $client >"$work/$1.jsonl"
+  if [ -n "${5:-}" ]; then
+    metrics $client | require_steps_of_shape "$1" "$5"
   fi
   require_bytes_crossed "$1" "$h2" "$h3" "$h4"
   if [ "$1" = hosts4 ]; then testbed_record_processes "$work/processes"; fi
@@ -107,16 +122,20 @@ job() {
   compare "$1"
 }
 
-testbed_up 4
+testbed_up 5  # ranks on h1..h4; h5 is a client machine
 testbed_hostfile "$work/hosts" 1 1 1 1
+h1_address=$("$TESTBED" hosts | awk -v h="$TB-h1" '$1 == h {print $2}')
 
 start_testbed_server "$tandem" configs/local.yaml "$work/single.log"
-on_host "$TB-h1" python3 tests/cluster/completions_snapshot.py "$port" >"$work/single.jsonl"
+ask "$TB-h1" 127.0.0.1 >"$work/single.jsonl"
 stop_testbed_server
 
-job hosts4 configs/cluster-cpu.yaml
+job hosts4 configs/cluster-cpu.yaml 127.0.0.1 "$TB-h1 127.0.0.1"
+# Drafting ahead, with the server on every interface of h1 answering the
+# address clients use (server.allowed_hosts), and the client on h5.
 placement pipelined-ahead 1 "2, 3" ahead
-job pipelined-ahead "$work/pipelined-ahead.yaml" ahead
+sed -i "s/^server:.*/&\n  allowed_hosts: [\"$h1_address\"]/" "$work/pipelined-ahead.yaml"
+job pipelined-ahead "$work/pipelined-ahead.yaml" 0.0.0.0 "$TB-h5 $h1_address" ahead
 
 "$TESTBED" down
 assert_testbed_gone "$work/processes"
