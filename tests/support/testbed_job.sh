@@ -16,7 +16,9 @@
 #                         must be there: the server listens on its loopback,
 #                         or on LISTEN, e.g. 0.0.0.0 for clients on other
 #                         hosts) and waits until the server is ready. Sets
-#                         $pid (mpirun, as seen from here) and $port.
+#                         $pid (mpirun, as seen from here) and $port. All
+#                         the job's output goes to LOG, so that a process
+#                         left behind cannot hold ctest's pipe open.
 #   on_host HOST CMD...   CMD inside HOST (ssh-like: words joined for its shell)
 #   job_rank_pid RANK     the process of that rank, on whichever host it runs
 #   job_rank_host RANK    the testbed host running that rank
@@ -82,7 +84,7 @@ start_testbed_job() {
   local tandem=$1 config=$2 hostfile=$3 np=$4 log=$5 listen=${6:-127.0.0.1}
   : >"$log"
   on_host "$TB-h1" mpirun -np "$np" --hostfile "$hostfile" $(testbed_mpirun_options) \
-    "$tandem" serve --config "$config" --host "$listen" --port 0 2>"$log" &
+    "$tandem" serve --config "$config" --host "$listen" --port 0 >"$log" 2>&1 &
   pid=$!
   wait_testbed_ready "$log"
 }
@@ -92,7 +94,7 @@ start_testbed_job() {
 start_testbed_server() {
   local tandem=$1 config=$2 log=$3
   : >"$log"
-  on_host "$TB-h1" "$tandem" serve --config "$config" --host 127.0.0.1 --port 0 2>"$log" &
+  on_host "$TB-h1" "$tandem" serve --config "$config" --host 127.0.0.1 --port 0 >"$log" 2>&1 &
   pid=$!
   wait_testbed_ready "$log"
 }

@@ -21,9 +21,13 @@ failing_job=tests/cluster/multihost/failing_testbed_job.sh
 if ! why=$("$TESTBED" check 2>&1); then echo "SKIP: $why"; exit 77; fi
 trap '"$TESTBED" down >/dev/null 2>&1 || true' EXIT  # whatever goes wrong here
 
+# The scripts' output goes to a file, not to ctest: a process they leave
+# behind would hold ctest's pipe open, and the test would hang instead of
+# failing with what was left.
 # 1. A script that fails.
 status=0
-"$failing_job" "$tandem" "$source" "$work" fail failed || status=$?
+"$failing_job" "$tandem" "$source" "$work" fail failed >"$work/failed.out" 2>&1 || status=$?
+cat "$work/failed.out"
 [ $status -eq 1 ] || { echo "the failing script exited $status, not 1"; exit 1; }
 assert_testbed_gone "$work/failed.processes"
 
@@ -31,7 +35,7 @@ assert_testbed_gone "$work/failed.processes"
 # what it started must still be there.
 killed() {
   rm -f "$work/$1.ready"
-  "$failing_job" "$tandem" "$source" "$work" hang "$1" &
+  "$failing_job" "$tandem" "$source" "$work" hang "$1" >"$work/$1.out" 2>&1 &
   local script=$!
   for _ in $(seq 1 900); do
     [ -e "$work/$1.ready" ] && break
@@ -41,6 +45,7 @@ killed() {
   [ -e "$work/$1.ready" ] || { echo "$1: the job did not start within 90 s"; exit 1; }
   kill -KILL $script
   wait $script 2>/dev/null || true
+  cat "$work/$1.out"
   if [ -z "$(recorded_processes_alive "$work/$1.processes")" ] ||
      ! ip netns list 2>/dev/null | grep -q "^$TB-h4\b"; then
     echo "$1: SIGKILL left nothing behind, so this test proves nothing"; exit 1
