@@ -28,9 +28,8 @@ eth0_bytes() {  # eth0_bytes HOST: "RX TX", bytes through its eth0 so far
     paste -sd' '
 }
 
-# The clients: on $TB-h1 over its loopback, or on $TB-h5 (no rank there)
-# over the network, through $server, the address the job was told to
-# answer on.
+# The clients: on $TB-h1 asking its loopback, or on $TB-h5 (no rank there)
+# asking h1's address over the network.
 ask() {  # ask CLIENT_HOST SERVER_ADDRESS: the snapshot, to stdout
   on_host "$1" python3 tests/cluster/completions_snapshot.py "$port" "$2"
 }
@@ -82,9 +81,8 @@ require_ranks_on_hosts() {
 # max_tokens; each such request's drafts were asked for by at least one
 # DraftStep, a TCP segment of 66 bytes or more.
 require_bytes_crossed() {
-  local shards positions draft_rx draft_tx sampled
-  read -r shards positions draft_rx draft_tx sampled < <(
-    python3 - "$(metric target_step_tokens_sum)" "$work/$1.jsonl" <<'PY'
+  local floors shards positions draft_rx draft_tx sampled
+  floors=$(python3 - "$(metric target_step_tokens_sum)" "$work/$1.jsonl" <<'PY'
 import json, sys
 c = json.load(open("models/tiny/target/config.json"))
 positions = int(sys.argv[1])
@@ -93,7 +91,8 @@ sampled = sum(1 for a in answers if "sampled" in a["name"] and a["finish_reason"
 print(positions * (2 * c["num_hidden_layers"] + 1) * c["hidden_size"] * 4, positions,
       sampled * 66, sampled * c["vocab_size"] * 4, sampled)
 PY
-  )
+)
+  read -r shards positions draft_rx draft_tx sampled <<<"$floors"
   require_growth "$TB-h3" "$3" "$(eth0_bytes "$TB-h3")" "$shards" "$shards" "all-reduces for $positions positions"
   require_growth "$TB-h4" "$4" "$(eth0_bytes "$TB-h4")" "$shards" "$shards" "all-reduces for $positions positions"
   require_growth "$TB-h2" "$2" "$(eth0_bytes "$TB-h2")" "$draft_rx" "$draft_tx" "q rows for $sampled sampled requests"
