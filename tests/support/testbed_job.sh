@@ -22,10 +22,11 @@
 #   on_host HOST CMD...   CMD inside HOST (ssh-like: words joined for its shell)
 #   job_rank_pid RANK     the process of that rank, on whichever host it runs
 #   job_rank_host RANK    the testbed host running that rank
+#   start_testbed_server TANDEM CONFIG LOG, stop_testbed_server
+#                         one process on $TB-h1, no mpirun, started and
+#                         stopped as the job is
 #   stop_testbed_job      SIGTERM to rank 0 (the graceful end), then waits
 #                         up to 60 s for mpirun; returns mpirun's status
-#   start_testbed_server TANDEM CONFIG LOG, stop_testbed_server
-#                         the same for one process on $TB-h1, no mpirun
 #
 # Between hosts Open MPI uses TCP over eth0 only (oob and btl restricted to
 # it, no shared memory), so every byte between ranks on different hosts
