@@ -4,7 +4,8 @@ a time, and prints one JSON line per request: its name, text and finish
 reason. Greedy requests use gamma auto (penalized ones a fixed gamma); sampled ones a fixed gamma, because
 with auto the drafted blocks (and so the seeded draws) depend on timing.
 Run by run_cluster_outputs.sh, which compares the output of one process
-with that of MPI jobs.  usage: completions_snapshot.py PORT"""
+with that of MPI jobs, and by the multihost tests, which may ask a server on
+another host.  usage: completions_snapshot.py PORT [HOST (127.0.0.1)]"""
 import json
 import sys
 import urllib.request
@@ -35,9 +36,9 @@ def requests():
                 "logit_bias": {"99": 2}, "seed": 300 + i, "speculation": {"gamma": 4}}
 
 
-def complete(port, body):
+def complete(host, port, body):
     body = dict(body, model="tandem")
-    request = urllib.request.Request(f"http://127.0.0.1:{port}/v1/completions",
+    request = urllib.request.Request(f"http://{host}:{port}/v1/completions",
                                      data=json.dumps(body).encode(),
                                      headers={"Content-Type": "application/json"})
     with urllib.request.urlopen(request, timeout=300) as response:
@@ -46,9 +47,10 @@ def complete(port, body):
 
 def main():
     port = int(sys.argv[1])
+    host = sys.argv[2] if len(sys.argv) > 2 else "127.0.0.1"
     named = list(requests())
     with ThreadPoolExecutor(max_workers=8) as pool:
-        answers = list(pool.map(lambda item: complete(port, item[1]), named))
+        answers = list(pool.map(lambda item: complete(host, port, item[1]), named))
     for (name, _), answer in zip(named, answers):
         choice = answer["choices"][0]
         print(json.dumps({"name": name, "text": choice["text"],

@@ -17,16 +17,14 @@ tandem=$1 source=$2 work=$3
 mkdir -p "$work"
 cd "$source"
 source "$source/tests/support/start_tandem_server.sh"
+source "$source/tests/support/cluster_outputs.sh"  # placement, compare
 
 snapshot() {  # snapshot NAME [SHAPE]: serve, record every answer, stop with SIGTERM to rank 0
   local log="$work/$1.log"
   start_tandem_server "$tandem" "$log"
   python3 "$source/tests/cluster/completions_snapshot.py" "$port" >"$work/$1.jsonl"
   if [ -n "${2:-}" ]; then  # the steps really took that shape
-    local steps
-    steps=$(curl -s "localhost:$port/metrics" | sed -n "s/^tandem_pipeline_steps_total{shape=\"$2\"} //p")
-    echo "$1: $steps steps of shape $2"
-    [ "${steps%.*}" -gt 0 ] || { echo "$1: no $2 steps"; exit 1; }
+    curl -s "localhost:$port/metrics" | require_steps_of_shape "$1" "$2"
   fi
   stop_gracefully
   for _ in $(seq 1 600); do kill -0 $pid 2>/dev/null || break; sleep 0.1; done
@@ -37,26 +35,6 @@ snapshot() {  # snapshot NAME [SHAPE]: serve, record every answer, stop with SIG
   wait $pid || status=$?
   trap - EXIT
   [ $status -eq 0 ] || { cat "$log"; echo "$1: exited $status after SIGTERM"; exit 1; }
-}
-
-# placement NAME DRAFT_RANK TARGET_RANKS [PIPELINE]: configs/cluster-cpu.yaml
-# with them (and speculation.pipeline, when given).
-placement() {
-  sed -e "s/^  draft_rank: .*/  draft_rank: $2/" \
-      -e "s/^  target_ranks: .*/  target_ranks: [$3]/" \
-      -e "s/^  target_devices: .*/  target_devices: []/" \
-      -e "s/^  pipeline: .*/  pipeline: ${4:-auto}/" \
-      -e "s/^  ahead_min_hit_rate: .*/  ahead_min_hit_rate: 0/" \
-      configs/cluster-cpu.yaml >"$work/$1.yaml"
-}
-
-# compare NAME: NAME's answers must be exactly the single process's.
-compare() {
-  if ! diff "$work/single.jsonl" "$work/$1.jsonl"; then
-    echo "$1 gave other outputs than one process (diff above)"
-    exit 1
-  fi
-  echo "$1: $(wc -l <"$work/$1.jsonl") completions identical to one process"
 }
 
 unset TANDEM_CONFIG TANDEM_RANKS

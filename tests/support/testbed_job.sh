@@ -11,14 +11,20 @@
 #                         stops the job and takes the testbed down at exit,
 #                         whatever the script's outcome
 #   testbed_hostfile FILE SLOTS...   a hostfile: SLOTS[i] ranks on $TB-h(i+1)
-#   start_testbed_job TANDEM CONFIG HOSTFILE NP LOG
+#   start_testbed_job TANDEM CONFIG HOSTFILE NP LOG [LISTEN]
 #                         mpirun inside $TB-h1 (rank 0, the coordinator,
-#                         must be there: the server listens on its loopback)
-#                         and waits until the server is ready. Sets $pid
-#                         (mpirun, as seen from here) and $port.
+#                         must be there: the server listens on its loopback,
+#                         or on LISTEN, e.g. 0.0.0.0 for clients on other
+#                         hosts) and waits until the server is ready. Sets
+#                         $pid (mpirun, as seen from here) and $port. All
+#                         the job's output goes to LOG, so that a process
+#                         left behind cannot hold ctest's pipe open.
 #   on_host HOST CMD...   CMD inside HOST (ssh-like: words joined for its shell)
 #   job_rank_pid RANK     the process of that rank, on whichever host it runs
 #   job_rank_host RANK    the testbed host running that rank
+#   start_testbed_server TANDEM CONFIG LOG, stop_testbed_server
+#                         one process on $TB-h1, no mpirun, started and
+#                         stopped as the job is
 #   stop_testbed_job      SIGTERM to rank 0 (the graceful end), then waits
 #                         up to 60 s for mpirun; returns mpirun's status
 #   slurm_up              munged, slurmctld and a slurmd per host
@@ -86,14 +92,29 @@ testbed_mpirun_options() {
 }
 
 start_testbed_job() {
-  local tandem=$1 config=$2 hostfile=$3 np=$4 log=$5
+  local tandem=$1 config=$2 hostfile=$3 np=$4 log=$5 listen=${6:-127.0.0.1}
   : >"$log"
   on_host "$TB-h1" mpirun -np "$np" --hostfile "$hostfile" $(testbed_mpirun_options) \
-    "$tandem" serve --config "$config" --host 127.0.0.1 --port 0 2>"$log" &
+    "$tandem" serve --config "$config" --host "$listen" --port 0 >"$log" 2>&1 &
   pid=$!
+  wait_testbed_ready "$log"
+}
+
+# start_testbed_server TANDEM CONFIG LOG: one process on $TB-h1, no mpirun
+# (the reference the jobs are compared with); sets $pid and $port.
+start_testbed_server() {
+  local tandem=$1 config=$2 log=$3
+  : >"$log"
+  on_host "$TB-h1" "$tandem" serve --config "$config" --host 127.0.0.1 --port 0 >"$log" 2>&1 &
+  pid=$!
+  wait_testbed_ready "$log"
+}
+
+wait_testbed_ready() {  # wait_testbed_ready LOG: the server in $pid says it is ready (sets $port)
+  local log=$1
   port=""
   for _ in $(seq 1 900); do
-    port=$(sed -n 's|.*listening on http://127.0.0.1:\([0-9]*\).*|\1|p' "$log" | head -n 1)
+    port=$(sed -n 's|.*listening on http://[^ ]*:\([0-9][0-9]*\).*|\1|p' "$log" | head -n 1)
     if [ -n "$port" ] && grep -q "tandem: ready" "$log"; then return 0; fi
     kill -0 $pid 2>/dev/null || { cat "$log"; echo "the job ended before it was ready"; return 1; }
     sleep 0.1
@@ -138,6 +159,18 @@ job_rank_host() {
 
 stop_testbed_job() {
   kill -TERM "$(job_rank_pid 0)"
+  wait_testbed_end
+}
+
+stop_testbed_server() {  # the graceful end of start_testbed_server's process
+  local candidate
+  for candidate in $(ip netns pids "$TB-h1"); do
+    if [ "$(cat /proc/$candidate/comm 2>/dev/null)" = tandem ]; then kill -TERM "$candidate"; fi
+  done
+  wait_testbed_end
+}
+
+wait_testbed_end() {  # $pid ends within 60 s; returns its status
   for _ in $(seq 1 600); do kill -0 $pid 2>/dev/null || break; sleep 0.1; done
   if kill -0 $pid 2>/dev/null; then echo "the job still runs 60 s after SIGTERM to rank 0"; return 1; fi
   local status=0
