@@ -19,16 +19,16 @@
 # collectives, verification, messages) and the gamma auto chose.
 #
 # Run from the repository root, as root, after `make build` (tandem and
-# tandem-loadtest); about 15-20 minutes on the 2-core CPU machine.
+# tandem-loadtest); about 7 minutes on the 2-core CPU machine.
 # usage: tools/cluster/latency_benchmark.sh [DELAYS_MS=0,0.1,1,5] [CONCURRENCY=1,8] [JSON_OUT]
-#   REQUESTS_PER_STREAM (default 4): requests per cell = this x concurrency
+#   REQUESTS_PER_STREAM (default 8): requests per cell = this x concurrency
 #   OUTPUT_TOKENS (default 64), CELL_SECONDS (default 150: the cap per cell)
 #   TBF_RATE (e.g. 1gbit): also a tbf rate limit on every host's eth0 (tc
 #     tbf works here where netem does not), for a row with bandwidth limited
 #   TANDEM_TESTBED_NAME: the testbed's name (default tandem)
 set -euo pipefail
 delays=${1:-0,0.1,1,5} concurrencies=${2:-1,8} json_out=${3:-}
-per_stream=${REQUESTS_PER_STREAM:-4} output_tokens=${OUTPUT_TOKENS:-64}
+per_stream=${REQUESTS_PER_STREAM:-8} output_tokens=${OUTPUT_TOKENS:-64}
 cell_seconds=${CELL_SECONDS:-150}
 source=$(pwd)
 tandem=$source/build/tandem loadtest=$source/build/tandem-loadtest
