@@ -4,6 +4,9 @@
 // MPI launcher, MPI is initialized and the world is an MpiCommunicator;
 // started directly, every role lives in this process and the world is a
 // LocalCommunicator (no MPI_Init, which would be slow and pointless).
+// Under MPI, TANDEM_TEST_LINK_DELAY_MS wraps the world in the TEST-ONLY
+// DelayedCommunicator (delayed_communicator.h), which holds messages
+// between hosts; started directly, there is no other host to delay.
 //
 //   std::optional<MpiRuntime> mpi;                    // declared first:
 //   auto world = make_world_communicator(mpi);        // destroyed last

@@ -149,6 +149,7 @@ void fields(V& v, M& m) {
   v("prompt_logprobs", m.prompt_logprobs);
   v("forward_seconds", m.forward_seconds);
   v("communication_seconds", m.communication_seconds);
+  v("verify_seconds", m.verify_seconds);
 }
 
 template <class V, Is<Shutdown> M>

@@ -342,6 +342,7 @@ void EngineLoop::record_step(SteadyClock::time_point started) {
   metrics_.target_seconds.inc(step.target_seconds);
   metrics_.target_forward_seconds.inc(step.forward_seconds);
   metrics_.target_communication_seconds.inc(step.communication_seconds);
+  metrics_.target_verify_seconds.inc(step.verify_seconds);
   metrics_.spec_decode_mean_gamma.set(step.mean_gamma);
   metrics_.engine_step_seconds.inc(step.step_seconds);
   metrics_.draft_busy_seconds.inc(step.draft_busy_seconds);

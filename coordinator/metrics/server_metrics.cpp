@@ -160,6 +160,9 @@ ServerMetrics::ServerMetrics(std::string served_model_name)
       target_communication_seconds(registry.counter(
           prefixed("target_communication_seconds_total"),
           "Seconds of target forward passes spent in tensor-parallel collectives.")),
+      target_verify_seconds(registry.counter(
+          prefixed("target_verify_seconds_total"),
+          "Seconds target rank 0 spent after its forward passes: verifying drafts, scoring prompts.")),
       engine_step_seconds(registry.counter(prefixed("engine_step_seconds_total"),
                                            "Seconds of engine steps, wall time.")),
       draft_busy_seconds(registry.counter(

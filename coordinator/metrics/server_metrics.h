@@ -99,6 +99,7 @@ struct ServerMetrics {
   Counter& target_seconds;                   // tandem_target_seconds_total
   Counter& target_forward_seconds;           // tandem_target_forward_seconds_total
   Counter& target_communication_seconds;     // tandem_target_communication_seconds_total
+  Counter& target_verify_seconds;            // tandem_target_verify_seconds_total
   // Pipelined drafting: where each side's time goes when the draft works
   // while the target verifies (workers/speculation/pipeline_policy.h).
   Counter& engine_step_seconds;   // tandem_engine_step_seconds_total: whole steps, wall time

@@ -143,11 +143,11 @@ TEST(MessagesCorrupt, SessionFaultsOutOfRangeOrMiscountedAreRejected) {
   result.outcomes.emplace_back();
   Bytes bytes = encode(result);
   // The outcome's fault is the byte before its logprobs count and the
-  // prompt_logprobs count (4 each), forward_seconds and
-  // communication_seconds (8 each).
-  bytes[bytes.size() - 25] = std::byte{kLastSessionFault + 1};
+  // prompt_logprobs count (4 each), forward_seconds,
+  // communication_seconds and verify_seconds (8 each).
+  bytes[bytes.size() - 33] = std::byte{kLastSessionFault + 1};
   expect_corrupt([&] { decode_target_result(bytes); }, {"TargetResult", "outcomes.fault"});
-  bytes[bytes.size() - 25] = std::byte{kLastSessionFault};
+  bytes[bytes.size() - 33] = std::byte{kLastSessionFault};
   EXPECT_NO_THROW(decode_target_result(bytes));
 
   DraftReply reply;

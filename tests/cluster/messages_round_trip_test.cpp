@@ -142,6 +142,7 @@ TEST(MessagesRoundTrip, TargetResult) {
     expect_same(got.prompt_logprobs[i], sent.prompt_logprobs[i]);
   EXPECT_EQ(got.forward_seconds, sent.forward_seconds);
   EXPECT_EQ(got.communication_seconds, sent.communication_seconds);
+  EXPECT_EQ(got.verify_seconds, sent.verify_seconds);
 }
 
 TEST(MessagesRoundTrip, Shutdown) {

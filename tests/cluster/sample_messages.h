@@ -120,6 +120,7 @@ inline wire::TargetResult sample_target_result() {
   message.prompt_logprobs = {{}, {{6, -2.75f, {{4, -0.125f}}}}};
   message.forward_seconds = 0.031;
   message.communication_seconds = 0.004;
+  message.verify_seconds = 0.002;
   return message;
 }
 

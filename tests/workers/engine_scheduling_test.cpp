@@ -109,6 +109,14 @@ BatchRun run_together(Pair& p, PagedKvCache& cache, const std::vector<Speculatio
       EXPECT_LE(s.emitted, s.accepted + 1);
     }
     EXPECT_EQ(fed, report.target_tokens);
+    // The pass's parts (docs/serving.md, the per-step split) lie inside it,
+    // and a pass that verified blocks spent time verifying them.
+    const bool verified = std::any_of(report.sessions.begin(), report.sessions.end(),
+                                      [](const StepSessionReport& s) { return s.verified; });
+    if (verified) {
+      EXPECT_GT(report.verify_seconds, 0.0);
+    }
+    EXPECT_LE(report.forward_seconds + report.verify_seconds, report.target_seconds);
     run.max_target_tokens = std::max(run.max_target_tokens, report.target_tokens);
     run.max_running = std::max(run.max_running, engine.running());
   }

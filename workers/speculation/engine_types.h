@@ -113,6 +113,7 @@ struct StepReport {
   double target_seconds = 0;  // the target pass as the engine saw it (forward, verify, transfers)
   double forward_seconds = 0;  // the forward pass on target rank 0
   double communication_seconds = 0;  // of which inside tensor-parallel collectives
+  double verify_seconds = 0;   // on target rank 0 after the forward (verify, score)
   double draft_seconds = 0;   // all drafters' propose() calls
   int preempted = 0;          // sessions preempted this step
   double mean_gamma = 0;      // over the sessions that verified

@@ -112,6 +112,7 @@ bool TargetPass::verify(StepPlan& plan, StepReport& report) {
   plan.target_seconds = seconds_since(plan.start);
   report.forward_seconds = plan.result.forward_seconds;
   report.communication_seconds = plan.result.communication_seconds;
+  report.verify_seconds = plan.result.verify_seconds;
   return true;
 }
 

@@ -124,6 +124,9 @@ struct TargetResult {
   std::vector<std::vector<TokenLogprob>> prompt_logprobs;
   double forward_seconds = 0;        // the sharded forward pass on target rank 0
   double communication_seconds = 0;  // of which waiting in collectives
+  // After the forward pass on target rank 0: verifying the blocks and
+  // scoring prompts (any wait there for the draft's q rows included).
+  double verify_seconds = 0;
 };
 
 }  // namespace tandem

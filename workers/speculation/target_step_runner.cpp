@@ -87,6 +87,7 @@ void TargetStepRunner::run(TargetStep& step, std::span<const DeviceRows> local_q
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   result.communication_seconds = model_.communication_seconds();
   if (logits == nullptr) return;  // a shard other than target rank 0
+  const auto verify_start = std::chrono::steady_clock::now();
   verify_blocks(model_.backend(), model_.config().vocab_size, logits, step, local_q,
                 q_rows_ ? &*q_rows_ : nullptr, verify_scratch_, result.outcomes);
   score_prompts(model_.backend(), model_.config().vocab_size, logits, step,
@@ -99,6 +100,8 @@ void TargetStepRunner::run(TargetStep& step, std::span<const DeviceRows> local_q
       if (s.q_source == QSource::draft_rank) newest = std::max(newest, s.q_step);
     if (newest > 0) q_rows_->drop_through(newest);
   }
+  result.verify_seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - verify_start).count();
 }
 
 }  // namespace tandem
