@@ -261,6 +261,13 @@ int run_until_signalled(DeploymentConfig config, std::unique_ptr<EngineHost> hos
   }
   log_line(std::cerr, received == SIGINT ? "SIGINT" : "SIGTERM", ": shutting down gracefully");
   app.shutdown();
+  // A rank lost while the requests in flight finished (mpirun's SIGTERM
+  // comes when a host's daemon dies; the step in flight then fails at the
+  // step timeout): the job cannot end cleanly, the caller aborts it.
+  if (!app.lost().empty()) {
+    log_line(std::cerr, app.lost(), "; stopping the job");
+    return kLostRankExit;
+  }
   log_line(std::cerr, "stopped");
   return 0;
 }
