@@ -10,8 +10,8 @@
 set -euo pipefail
 source "$(dirname "$0")/fault_job.sh"
 started=$(now)
-fault_job_start "$@"
 command -v nft >/dev/null || { echo "SKIP: needs nft (Debian: nftables)"; exit 77; }
+fault_job_start "$@"
 cat >"$work/loss.nft" <<'NFT'
 table inet tandem_loss {
   chain out { type filter hook output priority 0; policy accept; oifname "eth0" numgen random mod 100 < 40 drop; }
