@@ -9,12 +9,13 @@ CONFIG ?= configs/local.yaml
 DEBIAN_PACKAGES := g++ cmake make pkg-config git \
   libopenblas-openmp-dev libyaml-cpp-dev libboost-dev nlohmann-json3-dev libpcre2-dev \
   libopenmpi-dev openmpi-bin libgtest-dev libgmock-dev libbenchmark-dev \
-  libcli11-dev python3 python3-numpy nodejs prometheus curl procps iproute2 \
+  libcli11-dev python3 python3-numpy nodejs prometheus curl procps iproute2 nftables \
   munge slurmctld slurmd slurm-client
 # libcli11-dev: the command lines of tandem, tandem-bench, tandem-loadtest and tandem-soak.
 # prometheus: its promtool checks our /metrics exposition in the tests.
 # curl, procps (pgrep, pkill): the end-to-end scripts that drive MPI jobs.
 # iproute2 (ip): the multihost tests' testbed of network namespaces.
+# nftables (nft): random loss on a testbed link (multihost_fault_lossy_link).
 # munge slurmctld slurmd slurm-client: Slurm 22.05 on that testbed
 # (tools/cluster/testbed_daemons.sh; about 12 MiB, with the pmix MPI plugin).
 # Only for retraining the tiny models (tools/train/), not for build or test.

@@ -1,6 +1,7 @@
 #include "cluster/layout/cluster_layout.h"
 
 #include <algorithm>
+#include <utility>
 
 #include "common/error.h"
 
@@ -23,10 +24,14 @@ std::string ClusterLayout::describe(int which) const {
     add("target shard " + std::to_string(shard - targets.begin()) + " of " +
         std::to_string(targets.size()));
   }
-  return "rank " + std::to_string(which) + " (" + (roles.empty() ? "no role" : roles) + ")";
+  if (roles.empty()) add("no role");
+  if (which >= 0 && static_cast<size_t>(which) < hosts.size())
+    add("on host " + hosts[static_cast<size_t>(which)]);
+  return "rank " + std::to_string(which) + " (" + roles + ")";
 }
 
-ClusterLayout make_cluster_layout(const RankPlacement& placement, int rank, int world_size) {
+ClusterLayout make_cluster_layout(const RankPlacement& placement, int rank, int world_size,
+                                  std::vector<std::string> hosts) {
   require(world_size == placement.world_size(), ErrorKind::invalid_argument, [&] {
     return placement.source + ": names ranks 0.." + std::to_string(placement.world_size() - 1) +
            " (" + std::to_string(placement.world_size()) + " processes), but this job has " +
@@ -38,6 +43,7 @@ ClusterLayout make_cluster_layout(const RankPlacement& placement, int rank, int 
   layout.placement = placement;
   layout.rank = rank;
   layout.world_size = world_size;
+  layout.hosts = std::move(hosts);
   const std::vector<int>& targets = placement.target_ranks;
   const auto shard = std::find(targets.begin(), targets.end(), rank);
   if (rank == placement.coordinator_rank) {

@@ -45,8 +45,12 @@ struct ClusterLayout {
   int world_size = 1;
   Role role = Role::coordinator;
   int tp_rank = 0;     // position in the target's TP group (target shards only)
+  // The host each rank runs on, by rank (gather_host_names, layout/host_names.h);
+  // empty where nobody gathered them (tests): then describe() names no host.
+  std::vector<std::string> hosts;
 
-  // "rank 2 (target shard 1 of 2)": for logs and for errors naming a rank.
+  // "rank 2 (target shard 1 of 2, on host node-3)": for logs and for errors
+  // naming a rank (a lost rank's host is where to look first).
   std::string describe(int which) const;
   std::string describe_self() const { return describe(rank); }
 };
@@ -54,6 +58,8 @@ struct ClusterLayout {
 // Checks the job against the placement (the number of processes must be
 // exactly the ranks it names) and finds this rank's role. The error names
 // the placement's source and what to run instead.
-ClusterLayout make_cluster_layout(const RankPlacement& placement, int rank, int world_size);
+// `hosts`: every rank's host, by rank, or empty.
+ClusterLayout make_cluster_layout(const RankPlacement& placement, int rank, int world_size,
+                                  std::vector<std::string> hosts = {});
 
 }  // namespace tandem

@@ -8,18 +8,28 @@
 
 namespace tandem {
 
-void PeerChannel::throw_lost(int from, const std::string& what) const {
+void PeerChannel::throw_lost(int from, const std::string& what,
+                             const std::vector<int>& peers) const {
   std::ostringstream message;  // << writes 2 s, not 2.000000 s
   message << layout_.describe(from) << " did not " << what << " within "
           << layout_.placement.step_timeout_seconds
           << " s (placement.step_timeout_seconds): it is lost";
+  std::string others;
+  for (int peer : peers)
+    if (peer != from) others += (others.empty() ? "" : ", ") + layout_.describe(peer);
+  if (!others.empty()) message << ", or one it waits for is: " << others;
   throw Error(ErrorKind::unavailable, message.str());
 }
 
 Bytes PeerChannel::await(int from, Tag tag, const std::string& what) {
+  return await_after_peers(from, tag, what, {});
+}
+
+Bytes PeerChannel::await_after_peers(int from, Tag tag, const std::string& what,
+                                     const std::vector<int>& peers) {
   std::optional<Bytes> bytes =
       world_.receive(from, tag_value(tag), layout_.placement.step_timeout_seconds);
-  if (!bytes) throw_lost(from, what);
+  if (!bytes) throw_lost(from, what, peers);
   return std::move(*bytes);
 }
 

@@ -10,6 +10,7 @@
 
 #include <functional>
 #include <string>
+#include <vector>
 
 #include "cluster/layout/cluster_layout.h"
 #include "cluster/links/q_rows_link.h"
@@ -33,8 +34,16 @@ class PeerChannel {
   // the message is there (to take other messages meanwhile).
   Bytes await(int from, Tag tag, const std::string& what,
               const std::function<void()>& while_waiting);
-  // Error(unavailable): "rank N (role) did not <what> within T s ...".
-  [[noreturn]] void throw_lost(int from, const std::string& what) const;
+  // The same for a reply that `from` can give only after exchanging with
+  // `peers` (target rank 0's result needs every shard's all-reduces): a
+  // peer lost mid-step leaves `from` waiting too, so the error names them
+  // as well ("... it is lost, or one it waits for is: rank 3 (...)").
+  Bytes await_after_peers(int from, Tag tag, const std::string& what,
+                          const std::vector<int>& peers);
+  // Error(unavailable): "rank N (role, on host H) did not <what> within T s
+  // ...: it is lost", and the peers it waits for, if any.
+  [[noreturn]] void throw_lost(int from, const std::string& what,
+                               const std::vector<int>& peers = {}) const;
   // Waits as long as it takes (workers waiting for their next command).
   Bytes wait_forever(int from, Tag tag);
   // The draft rank's q rows link, on the draft rank and the rank that

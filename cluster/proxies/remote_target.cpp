@@ -16,9 +16,10 @@ void RemoteTarget::run(wire::TargetStep& step, std::span<const DeviceRows> local
     // Acknowledgements first, in TP order: a rank that never received the
     // step is the one to blame, not rank 0 waiting for it in an all-reduce.
     for (int rank : ranks) channel_.await(rank, Tag::ack, "acknowledge " + name);
-    result = wire::decode_target_result(
-        channel_.await(ranks.front(), Tag::target_result,
-                       "return the result of " + name));
+    // Every shard took the step; rank 0's result then waits on the others'
+    // all-reduces, so a shard lost mid-step is named beside it.
+    result = wire::decode_target_result(channel_.await_after_peers(
+        ranks.front(), Tag::target_result, "return the result of " + name, ranks));
   } catch (const Error& error) {
     if (error.kind() == ErrorKind::unavailable) lost_ = error.what();
     throw;

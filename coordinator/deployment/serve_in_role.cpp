@@ -8,6 +8,7 @@
 #include <string>
 
 #include "cluster/layout/cluster_layout.h"
+#include "cluster/layout/host_names.h"
 #include "cluster/links/peer_channel.h"
 #include "cluster/links/q_rows_link.h"
 #include "cluster/links/tp_group.h"
@@ -70,8 +71,10 @@ int serve_in_role(DeploymentConfig config) {
     return run_until_signalled(std::move(config), std::move(host));
   }
 
-  const ClusterLayout layout =
-      make_cluster_layout(config.placement, world->rank(), world->size());
+  // Every rank learns every rank's host now, while all are there to say it:
+  // a rank lost later is named with its host (ClusterLayout::describe).
+  const ClusterLayout layout = make_cluster_layout(config.placement, world->rank(), world->size(),
+                                                   gather_host_names(*world));
   // Collective over the whole job: every rank calls it, shards get their group.
   std::unique_ptr<Communicator> tp_group = connect_tp_group(*world, layout);
   // Also collective: the draft rank's q rows link (NCCL between the draft's

@@ -109,6 +109,7 @@ struct ServerApp::Parts : EngineParts {
   std::unique_ptr<EngineLoop> engine_loop;
   mutable std::mutex lost_mutex;
   std::string lost;  // why another rank is lost; empty while all answer
+  pthread_t started_by{};  // the thread that called start(): it takes SIGUSR1
 };
 
 ServerApp::ServerApp(DeploymentConfig config, std::ostream& log, std::unique_ptr<EngineHost> host)
@@ -131,6 +132,7 @@ int ServerApp::port() const { return parts_->http ? parts_->http->port() : 0; }
 
 void ServerApp::start() {
   Parts& parts = *parts_;
+  parts.started_by = pthread_self();
   const DeploymentConfig& config = config_;
   if (config.placement.threads > 0) omp_set_num_threads(config.placement.threads);
 
@@ -189,7 +191,12 @@ void ServerApp::start() {
         std::lock_guard lock(parts.lost_mutex);
         parts.lost = why;
       }
-      kill(getpid(), SIGUSR1);  // run_until_signalled's sigwait() takes it
+      // To run_until_signalled's thread, which sigwait()s for it. Not to the
+      // process: once that thread has left sigwait() (a SIGTERM's shutdown,
+      // under way when a rank is lost), the kernel would hand the signal to
+      // a thread that does not block it (MPI's own) and it would kill the
+      // process; sent to the thread, it waits there, blocked.
+      pthread_kill(parts.started_by, SIGUSR1);
     };
   }
   parts.engine_loop = std::make_unique<EngineLoop>(
@@ -261,6 +268,13 @@ int run_until_signalled(DeploymentConfig config, std::unique_ptr<EngineHost> hos
   }
   log_line(std::cerr, received == SIGINT ? "SIGINT" : "SIGTERM", ": shutting down gracefully");
   app.shutdown();
+  // A rank lost while the requests in flight finished (mpirun's SIGTERM
+  // comes when a host's daemon dies; the step in flight then fails at the
+  // step timeout): the job cannot end cleanly, the caller aborts it.
+  if (!app.lost().empty()) {
+    log_line(std::cerr, app.lost(), "; stopping the job");
+    return kLostRankExit;
+  }
   log_line(std::cerr, "stopped");
   return 0;
 }

@@ -43,7 +43,7 @@ for tp in 1 2 4; do  # coordinator 0, draft 1, target on 2..tp+1
   placement "tp$tp" 1 "$(seq -s ', ' 2 $((tp + 1)))"
   TANDEM_CONFIG="$work/tp$tp.yaml" TANDEM_RANKS=$((tp + 2)) snapshot "tp$tp"
   # The job really had tp shards: the last one reported ready.
-  grep -q "rank $((tp + 1)) (target shard $((tp - 1)) of $tp) ready" "$work/tp$tp.log"
+  grep -qF "rank $((tp + 1)) (target shard $((tp - 1)) of $tp, on host $(hostname)) ready" "$work/tp$tp.log"
   compare "tp$tp"
 done
 placement draft-apart 1 0  # q rows go from rank 1 to the coordinator's own target

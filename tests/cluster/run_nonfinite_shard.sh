@@ -28,5 +28,5 @@ timeout 120 mpirun -np 4 "$tandem" serve --config "$work/cluster.yaml" --port 0 
 cat "$log"
 [ $status -ne 124 ] || { echo "the job did not end within 120 s"; exit 1; }
 [ $status -ne 0 ] || { echo "the job served a checkpoint holding a NaN"; exit 1; }
-grep -qF "tandem: rank 3 (target shard 1 of 2): $weights: tensor 'lm_head.weight' holds a non-finite value (nan) at element 768007 (row 3000, column 7); the checkpoint is corrupt" "$log"
+grep -qF "tandem: rank 3 (target shard 1 of 2, on host $(hostname)): $weights: tensor 'lm_head.weight' holds a non-finite value (nan) at element 768007 (row 3000, column 7); the checkpoint is corrupt" "$log"
 echo "non-finite shard: refused by rank 3, job exit $status"

@@ -34,6 +34,6 @@ cat "$log"
 grep -q "tandem: stopped" "$log"
 if [ -n "${TANDEM_RANKS:-}" ]; then
   # -o: lines of different ranks may still share a line of the log.
-  stopped=$(grep -o "rank [0-9]* ([a-z0-9 ]*) stopped" "$log" | wc -l)
+  stopped=$(grep -o "rank [0-9]* ([A-Za-z0-9 ,._-]*) stopped" "$log" | wc -l)
   [ "$stopped" -eq $((TANDEM_RANKS - 1)) ] || { echo "$stopped of $((TANDEM_RANKS - 1)) workers stopped"; exit 1; }
 fi
