@@ -129,13 +129,14 @@ wait_testbed_ready() {  # wait_testbed_ready LOG: the server in $pid says it is 
 # inside MPI_Init, which /proc/PID/environ does not show).
 rank_variable() { echo "(OMPI_COMM_WORLD_RANK|SLURM_PROCID)"; }
 
-job_rank_pid() {
+# job_rank_where RANK: "PID HOST" of that rank's tandem process.
+job_rank_where() {
   local host candidate
   for host in $("$TESTBED" hosts | awk '{print $1}'); do
     for candidate in $(ip netns pids "$host"); do
       if tr '\0' '\n' </proc/$candidate/environ 2>/dev/null | grep -qxE "$(rank_variable)=$1" &&
          [ "$(cat /proc/$candidate/comm 2>/dev/null)" = tandem ]; then
-        echo "$candidate"
+        echo "$candidate $host"
         return 0
       fi
     done
@@ -143,19 +144,8 @@ job_rank_pid() {
   return 1
 }
 
-job_rank_host() {
-  local host candidate
-  for host in $("$TESTBED" hosts | awk '{print $1}'); do
-    for candidate in $(ip netns pids "$host"); do
-      if tr '\0' '\n' </proc/$candidate/environ 2>/dev/null | grep -qxE "$(rank_variable)=$1" &&
-         [ "$(cat /proc/$candidate/comm 2>/dev/null)" = tandem ]; then
-        echo "$host"
-        return 0
-      fi
-    done
-  done
-  return 1
-}
+job_rank_pid() { local where; where=$(job_rank_where "$1") || return 1; echo "${where% *}"; }
+job_rank_host() { local where; where=$(job_rank_where "$1") || return 1; echo "${where#* }"; }
 
 stop_testbed_job() {
   kill -TERM "$(job_rank_pid 0)"
