@@ -28,6 +28,7 @@
 #include <string>
 
 #include "kernels/dtype.h"
+#include "kernels/moe_plan.h"
 #include "kernels/philox.h"
 #include "kernels/sampling_params.h"
 #include "kernels/verify_types.h"
@@ -212,6 +213,25 @@ class Backend {
   // for bit, to add() then rmsnorm(). out may alias y (not x).
   virtual void add_rmsnorm(float* x, const float* y, const float* weight, int T, int C, float eps,
                            float* out) = 0;
+
+  // ---- sparse mixture of experts (kernels/moe.h) --------------------------
+  // E experts per layer. The layer is moe_route, then moe_experts() (a free
+  // function over the ops above: gather, per-expert matmuls, SwiGLU) and
+  // moe_combine; kernels/README.md says how a model uses them.
+  //
+  // Routes each token of router_logits (T, E) to its top_k experts: softmax
+  // over E in f32, the top_k probabilities (ties: lower expert index first),
+  // renormalised to sum 1 when norm_topk_prob (Mixtral always; Qwen3-MoE as
+  // its config says). plan (host) gets the choices and their grouping per
+  // expert. The default downloads the logits and routes on the host
+  // (cpu::moe_route): the expert matmuls need the per-expert counts on the
+  // host to size them anyway, and T x E floats are small.
+  virtual void moe_route(const float* router_logits, int T, int E, int top_k,
+                         bool norm_topk_prob, MoePlan& plan);
+  // out (T, C) = sum over k of plan.weights[t, k] * expert_rows (rows, C) at
+  // grouped row plan.row_of_choice[t, k], summed in k order whatever the
+  // batch (a token's result does not depend on the tokens around it).
+  virtual void moe_combine(const float* expert_rows, const MoePlan& plan, int C, float* out) = 0;
 
   // ---- sampling -----------------------------------------------------------
   // Standardizes logits (rows, V) into probability rows (paper §2.2):

@@ -79,6 +79,10 @@ class CpuBackend final : public Backend {
     cpu::add_rmsnorm(x, y, weight, T, C, eps, out);
   }
 
+  void moe_combine(const float* expert_rows, const MoePlan& plan, int C, float* out) override {
+    cpu::moe_combine(expert_rows, plan, C, out);
+  }
+
   void standardize(const float* logits, int rows, int V, std::span<const SamplingParams> params,
                    float* probs) override {
     cpu::standardize(logits, rows, V, params, probs);

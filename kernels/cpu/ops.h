@@ -42,4 +42,11 @@ void swiglu(const float* gate_up, int T, int I, float* out);
 // add.cpp: x (n) += y (n).
 void add(float* x, const float* y, size_t n);
 
+// moe.cpp: routing of router_logits (T, E) into plan (Backend::moe_route's
+// definition), and the combine of the experts' grouped rows (rows, C) into
+// out (T, C), each token's top_k contributions summed in k order.
+void moe_route(const float* router_logits, int T, int E, int top_k, bool norm_topk_prob,
+               MoePlan& plan);
+void moe_combine(const float* expert_rows, const MoePlan& plan, int C, float* out);
+
 }  // namespace tandem::cpu

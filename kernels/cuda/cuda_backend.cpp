@@ -208,6 +208,11 @@ class CudaBackend final : public Backend {
     use_device();
     launch(&cuda::swiglu, gate_up, T, I, out);
   }
+  void moe_combine(const float* expert_rows, const MoePlan& plan, int C, float* out) override {
+    use_device();
+    launch(&cuda::moe_combine, expert_rows, stage(plan.row_of_choice), stage(plan.weights),
+           plan.tokens, plan.top_k, C, out);
+  }
   void add(float* x, const float* y, size_t n) override {
     use_device();
     launch(&cuda::add, x, y, n);

@@ -47,6 +47,11 @@ void add_bias(float* y, const float* bias, int T, int N, cudaStream_t stream);
 // f16); the GEMM input cast.
 void to_narrow(const float* x, size_t n, Dtype dtype, void* out, cudaStream_t stream);
 
+// moe.cu: out (T, C) = sum over k of weights[t, k] * expert_rows at row
+// row_of_choice[t, k] (both (T, top_k)), summed in k order.
+void moe_combine(const float* expert_rows, const int32_t* row_of_choice, const float* weights,
+                 int T, int top_k, int C, float* out, cudaStream_t stream);
+
 // skinny_matmul.cu: y (T, N) = x (T, K) · w (N, K)ᵀ with each element
 // summed in an order that depends on K only (batch-invariant); reads w once
 // per 16 rows, so the backend uses it up to kMaxInvariantRows rows and

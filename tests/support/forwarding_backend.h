@@ -72,6 +72,13 @@ class ForwardingBackend : public Backend {
                    float* out) override {
     inner_.add_rmsnorm(x, y, weight, T, C, eps, out);
   }
+  void moe_route(const float* router_logits, int T, int E, int top_k, bool norm_topk_prob,
+                 MoePlan& plan) override {
+    inner_.moe_route(router_logits, T, E, top_k, norm_topk_prob, plan);
+  }
+  void moe_combine(const float* expert_rows, const MoePlan& plan, int C, float* out) override {
+    inner_.moe_combine(expert_rows, plan, C, out);
+  }
   void standardize(const float* logits, int rows, int V, std::span<const SamplingParams> params,
                    float* probs) override {
     inner_.standardize(logits, rows, V, params, probs);
