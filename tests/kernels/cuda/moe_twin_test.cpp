@@ -143,7 +143,7 @@ TEST_F(MoeTwin, LayerMatchesTheCpuWhereCublasTakesAnExpert) {
 // A token's output alone and in a batch: bit for bit where every expert's
 // rows stay on the skinny matmul (default), and at any size with
 // set_batch_invariant(true).
-TEST_F(MoeTwin, ATokenAloneGivesTheSameBitsAsInABatch) {
+TEST_F(MoeTwin, ATokenAloneGivesTheSameBitsAsInABatchSelfCheck) {
   const Weights w({256, 128, 4, 2, true}, /*rounded=*/false);
   for (int T : {24, 200}) {
     gpu_->set_batch_invariant(T > 24);
