@@ -13,6 +13,7 @@
 
 #include "common/error.h"
 #include "safetensors_writer.h"
+#include "tests/support/thread_communicator.h"
 
 namespace tandem {
 namespace {
@@ -110,6 +111,15 @@ TinyCheckpoint make_checkpoint(const ModelConfig& c, bool with_lm_head) {
   if (with_lm_head) ck.add("lm_head.weight", {V, C}, rng);
   return ck;
 }
+
+// Rank `rank` of a 2-way tensor-parallel group. Loading runs no collective,
+// so the communicator needs no threads behind it.
+struct TwoWayShard {
+  test_support::ThreadGroup group{2};
+  test_support::ThreadCommunicator comm;
+  TensorShard shard;
+  explicit TwoWayShard(int rank) : comm(group, rank), shard{rank, 2, &comm} {}
+};
 
 std::vector<float> host(Backend& backend, const Buffer& buffer) {
   std::vector<float> out(buffer.size());
@@ -258,7 +268,9 @@ TEST(LlamaWeights, Qwen3LoadsQkNormsReplicatedOnEveryShard) {
 
   // Each of two shards holds one query head and all D norm weights.
   for (int rank = 0; rank < 2; ++rank) {
-    LlamaWeights s = load_llama_weights(dir.path(), c, *backend, {rank, 2, nullptr});
+    TwoWayShard two(rank);
+    LlamaWeights s = load_llama_weights(dir.path(), c, *backend, two.shard);
+    EXPECT_EQ(s.layers[1].qkv.size(), 3u * 4 * 8);  // one head each of q, k (replicated), v
     EXPECT_EQ(host(*backend, s.layers[1].q_norm), ck.values.at("model.layers.1.self_attn.q_norm.weight"));
     EXPECT_EQ(host(*backend, s.layers[1].k_norm), ck.values.at("model.layers.1.self_attn.k_norm.weight"));
   }
@@ -351,7 +363,8 @@ TEST(DummyWeights, ShapesNormsAndBiases) {
   // Qwen3: q_norm and k_norm of D ones in every layer, on every shard.
   ModelConfig qwen3 = tiny_config("Qwen3ForCausalLM", /*tie=*/false);
   for (int rank = 0; rank < 2; ++rank) {
-    LlamaWeights q = make_dummy_weights(qwen3, 1, *backend, {rank, 2, nullptr});
+    TwoWayShard two(rank);
+    LlamaWeights q = make_dummy_weights(qwen3, 1, *backend, two.shard);
     for (const LlamaLayerWeights& l : q.layers) {
       EXPECT_EQ(host(*backend, l.q_norm), std::vector<float>(4, 1.0f));
       EXPECT_EQ(host(*backend, l.k_norm), std::vector<float>(4, 1.0f));
