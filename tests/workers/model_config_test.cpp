@@ -8,6 +8,9 @@
 
 #include <cmath>
 #include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
 #include <nlohmann/json.hpp>
 
 #include "common/error.h"
@@ -159,6 +162,27 @@ TEST(ModelConfig, ParsesQwen3WithQkNormAndExplicitHeadDim) {
   EXPECT_EQ(c.q_dim(), 2048);
   EXPECT_TRUE(c.tie_word_embeddings);
   EXPECT_EQ(c.parameter_count(), 596049920);  // the model card's 0.6B (0.44B non-embedding)
+}
+
+TEST(ModelConfig, Qwen3ShapesForDummyWeightsParse) {
+  // configs/shapes/ holds the two published Qwen3 shapes the `dummy` load
+  // format serves: the same sizes as the real config.json files.
+  const std::filesystem::path shapes = std::filesystem::path(TANDEM_SOURCE_DIR) / "configs/shapes";
+  auto read = [&](const char* name) {
+    std::ifstream in(shapes / name);
+    std::stringstream text;
+    text << in.rdbuf();
+    return parse_model_config(text.str(), name);
+  };
+  const ModelConfig target = read("qwen3-8b.json");
+  EXPECT_TRUE(target.qk_norm);
+  EXPECT_EQ(target.parameter_count(), parse(qwen3_8b()).parameter_count());
+  const ModelConfig draft = read("qwen3-0.6b.json");
+  EXPECT_TRUE(draft.qk_norm);
+  EXPECT_TRUE(draft.tie_word_embeddings);
+  EXPECT_EQ(draft.head_dim, 128);
+  EXPECT_EQ(draft.vocab_size, target.vocab_size);  // a draft must share the vocabulary
+  EXPECT_EQ(draft.parameter_count(), 596049920);
 }
 
 TEST(ModelConfig, Qwen3RefusesWhatItCannotRun) {

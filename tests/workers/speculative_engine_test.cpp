@@ -103,6 +103,28 @@ TEST_P(SpeculativeEngineTest, GreedyOutputEqualsPlainGreedyForEveryGammaAndDraft
   EXPECT_EQ(draft.cache.used_blocks(), 0);
 }
 
+// The same with Qwen3 target and draft (per-head q/k norms, head_dim other
+// than hidden / heads, the draft's a fourth of the target's): the norms keep
+// every row's logits independent of the batch, so verification is exact.
+TEST_P(SpeculativeEngineTest, Qwen3GreedyOutputEqualsPlainGreedy) {
+  auto backend = make_test_backend();
+  Model target(*backend, test_support::small_qwen3(64, 2, 96, 256), 3);
+  Model draft(*backend, test_support::small_qwen3(32, 1, 96, 256), 4);
+  SamplingParams greedy;
+  greedy.temperature = 0;
+  std::vector<std::vector<int32_t>> expected;
+  for (const auto& prompt : prompts()) expected.push_back(plain(target, prompt, 40, greedy));
+  ModelDrafter model_drafter(draft.model, draft.cache);
+  for (int gamma : {1, 3, 8}) {
+    const auto results =
+        speculative(target, model_drafter, prompts(), 40, greedy, GammaPolicy{false, gamma});
+    for (size_t i = 0; i < results.size(); ++i)
+      EXPECT_EQ(results[i].tokens, expected[i]) << "gamma " << gamma;
+  }
+  EXPECT_EQ(target.cache.used_blocks(), 0);
+  EXPECT_EQ(draft.cache.used_blocks(), 0);
+}
+
 // The property the exact tests here rest on: a token's logits are the same
 // bits whether its row is decoded alone, verified in a block, or computed
 // beside another sequence's rows in the same forward pass (up to 64 rows on
