@@ -116,9 +116,10 @@ LlamaLayerWeights load_layer(const CheckpointReader& reader, const ModelConfig& 
                                                   1, /*is_vector=*/true));
   }
   if (config.qk_norm) {
-    const int64_t D = config.head_dim;
-    w.q_norm = to_backend(backend, reader.read_f32(attn + "q_norm.weight", vector_of(D)));
-    w.k_norm = to_backend(backend, reader.read_f32(attn + "k_norm.weight", vector_of(D)));
+    // (D) each, whole on every shard: each head is normalized alike.
+    const auto D = vector_of(config.head_dim);
+    w.q_norm = to_backend(backend, reader.read_f32(attn + "q_norm.weight", D));
+    w.k_norm = to_backend(backend, reader.read_f32(attn + "k_norm.weight", D));
   }
   w.o_proj = to_backend_matrix(backend, read_columns(reader, attn + "o_proj.weight", C, q_dim,
                                               layout.q_heads.begin * int64_t{layout.head_dim},

@@ -271,8 +271,9 @@ TEST(LlamaWeights, Qwen3LoadsQkNormsReplicatedOnEveryShard) {
     TwoWayShard two(rank);
     LlamaWeights s = load_llama_weights(dir.path(), c, *backend, two.shard);
     EXPECT_EQ(s.layers[1].qkv.size(), 3u * 4 * 8);  // one head each of q, k (replicated), v
-    EXPECT_EQ(host(*backend, s.layers[1].q_norm), ck.values.at("model.layers.1.self_attn.q_norm.weight"));
-    EXPECT_EQ(host(*backend, s.layers[1].k_norm), ck.values.at("model.layers.1.self_attn.k_norm.weight"));
+    const std::string a = "model.layers.1.self_attn.";
+    EXPECT_EQ(host(*backend, s.layers[1].q_norm), ck.values.at(a + "q_norm.weight"));
+    EXPECT_EQ(host(*backend, s.layers[1].k_norm), ck.values.at(a + "k_norm.weight"));
   }
 
   // Without k_norm the load names the file's missing tensor.
