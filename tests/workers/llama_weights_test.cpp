@@ -288,6 +288,7 @@ TEST(LlamaWeights, Qwen3LoadsQkNormsReplicatedOnEveryShard) {
   } catch (const Error& e) {
     EXPECT_EQ(e.kind(), ErrorKind::not_found);
     EXPECT_THAT(e.what(), HasSubstr("model.layers.1.self_attn.k_norm.weight"));
+    EXPECT_THAT(e.what(), HasSubstr("model.safetensors"));  // the file searched
   }
 }
 
