@@ -98,6 +98,9 @@ void LlamaModel::check_weight_shapes() const {
   if (!weights_.lm_head.empty()) check("lm_head", weights_.lm_head.size(), vocab);
   for (const LlamaLayerWeights& w : weights_.layers) {
     check("qkv", w.qkv.size(), qkv_rows * C);
+    const size_t qk_norm = config_.qk_norm ? static_cast<size_t>(config_.head_dim) : 0;
+    check("q_norm", w.q_norm.size(), qk_norm);
+    check("k_norm", w.k_norm.size(), qk_norm);
     check("o_proj", w.o_proj.size(), C * static_cast<size_t>(layout_.q_dim()));
     check("gate_up", w.gate_up.size(), 2 * I * C);
     check("down_proj", w.down_proj.size(), C * I);
@@ -260,6 +263,14 @@ const float* LlamaModel::forward(std::span<const SequenceStep> steps, PagedKvCac
               k_.data());                                                          // k (T, K*D)
     be.matmul(normed_.data(), qkv.offset(v_rows * C), bias ? bias + v_rows : nullptr, T, C, kv_dim,
               v_.data());                                                          // v (T, K*D)
+    if (config_.qk_norm) {
+      // Qwen3: each head's D values normalized on their own. A head is D
+      // contiguous floats of its row, so (T, H*D) is (T*H, D) rows for the
+      // row-wise rmsnorm (one row's result never depends on the others, so
+      // batch invariance holds); a shard normalizes its own heads alike.
+      be.rmsnorm(q_.data(), w.q_norm.data(), T * H, D, eps, q_.data());
+      be.rmsnorm(k_.data(), w.k_norm.data(), T * K, D, eps, k_.data());
+    }
     be.rope(q_.data(), layout.positions, H, D, inv_freq_.data());
     be.rope(k_.data(), layout.positions, K, D, inv_freq_.data());
     be.kv_write(k_.data(), v_.data(), layout.slots, kv);

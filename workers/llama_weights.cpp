@@ -115,6 +115,12 @@ LlamaLayerWeights load_layer(const CheckpointReader& reader, const ModelConfig& 
     w.qkv_bias = to_backend(backend, read_stacked(reader, qkv_parts(attn, "bias", config, layout),
                                                   1, /*is_vector=*/true));
   }
+  if (config.qk_norm) {
+    // (D) each, whole on every shard: each head is normalized alike.
+    const auto D = vector_of(config.head_dim);
+    w.q_norm = to_backend(backend, reader.read_f32(attn + "q_norm.weight", D));
+    w.k_norm = to_backend(backend, reader.read_f32(attn + "k_norm.weight", D));
+  }
   w.o_proj = to_backend_matrix(backend, read_columns(reader, attn + "o_proj.weight", C, q_dim,
                                               layout.q_heads.begin * int64_t{layout.head_dim},
                                               layout.q_heads.end() * int64_t{layout.head_dim}));
@@ -272,7 +278,8 @@ int64_t LlamaWeights::bytes_read_per_step() const {
   auto bytes = [](const Buffer& b) { return b.size() * dtype_size(b.dtype()); };
   size_t total = bytes(final_norm) + bytes(lm_head.empty() ? embed : lm_head);
   for (const LlamaLayerWeights& l : layers) {
-    total += bytes(l.attn_norm) + bytes(l.qkv) + bytes(l.qkv_bias) + bytes(l.o_proj) +
+    total += bytes(l.attn_norm) + bytes(l.qkv) + bytes(l.qkv_bias) + bytes(l.q_norm) +
+             bytes(l.k_norm) + bytes(l.o_proj) +
              bytes(l.mlp_norm) + bytes(l.gate_up) + bytes(l.down_proj);
   }
   return static_cast<int64_t>(total);
@@ -331,6 +338,10 @@ LlamaWeights make_dummy_weights(const ModelConfig& config, uint64_t seed, Backen
     // Biases are zero, which allocate() already gives.
     if (config.attention_bias) {
       l.qkv_bias = backend.allocate(static_cast<size_t>(layout.q_dim() + 2 * layout.kv_dim()));
+    }
+    if (config.qk_norm) {
+      l.q_norm = make.ones(D);
+      l.k_norm = make.ones(D);
     }
     l.o_proj = make.column_slice(C, q_dim, id + 1, layout.q_heads.begin * D,
                                  layout.q_heads.end() * D);

@@ -17,7 +17,8 @@
 //              along its input dimension (row-parallel), output all-reduced
 //   embed, lm_head  its vocabulary rows, zero-padded to ceil(V/tp) rows so
 //              every rank's LM-head output has the same width
-//   norms      replicated
+//   norms      replicated; so are q_norm and k_norm (Qwen3), which weight
+//              each head's D values alike, whichever rank holds the head
 #pragma once
 
 #include <cstdint>
@@ -36,6 +37,8 @@ struct LlamaLayerWeights {
   Buffer attn_norm;  // (C)
   Buffer qkv;        // (q_dim + 2*kv_dim, C), local dims
   Buffer qkv_bias;   // (q_dim + 2*kv_dim) or empty
+  Buffer q_norm;     // (D), shared by every query head, or empty (no qk_norm)
+  Buffer k_norm;     // (D), shared by every key head, or empty
   Buffer o_proj;     // (C, q_dim)
   Buffer mlp_norm;   // (C)
   Buffer gate_up;    // (2I, C), local I

@@ -24,7 +24,7 @@ namespace {
 
 using nlohmann::json;
 
-enum class Architecture { llama, mistral, qwen2 };
+enum class Architecture { llama, mistral, qwen2, qwen3 };
 
 // Every message starts with the file and the key, and ends with what to do.
 [[noreturn]] void fail(ErrorKind kind, const std::string& source, const std::string& key,
@@ -101,9 +101,11 @@ Architecture read_architecture(const json& root, const std::string& source, std:
       {"LlamaForCausalLM", Architecture::llama},
       {"MistralForCausalLM", Architecture::mistral},
       {"Qwen2ForCausalLM", Architecture::qwen2},
+      {"Qwen3ForCausalLM", Architecture::qwen3},
   };
   const char* const hint =
-      "Tandem serves LlamaForCausalLM, MistralForCausalLM and Qwen2ForCausalLM checkpoints";
+      "Tandem serves LlamaForCausalLM, MistralForCausalLM, Qwen2ForCausalLM and "
+      "Qwen3ForCausalLM checkpoints";
   const json* list = find_key(root, "architectures");
   if (list == nullptr || !list->is_array() || list->empty()) {
     fail(ErrorKind::invalid_argument, source, "architectures",
@@ -209,17 +211,21 @@ void reject_unsupported(const json& root, const std::string& source, Architectur
     fail(ErrorKind::unsupported, source, "mlp_bias", "MLP biases are not implemented",
          "use a checkpoint with mlp_bias false");
   }
-  // Llama's attention_bias also biases o_proj, for which the weight layout has
-  // no slot; Qwen2 biases q/k/v only, which is what LlamaLayerWeights holds.
+  // Llama's (and Qwen3's) attention_bias also biases o_proj, for which the
+  // weight layout has no slot; Qwen2 biases q/k/v only, which is what
+  // LlamaLayerWeights holds.
   if (arch != Architecture::qwen2 && config.attention_bias) {
     fail(ErrorKind::unsupported, source, "attention_bias",
          "attention_bias true also puts a bias on o_proj, which Tandem does not implement",
          "only Qwen2ForCausalLM checkpoints may carry attention biases");
   }
-  // Sliding-window attention (Mistral v0.1; Qwen2 when use_sliding_window) is
-  // harmless only when the window covers every position the model supports.
-  // A missing key (not null) means MistralConfig's default window of 4096.
-  bool window_on = read_bool(root, source, "use_sliding_window", arch != Architecture::qwen2);
+  // Sliding-window attention (Mistral v0.1; Qwen2 and Qwen3 when
+  // use_sliding_window) is harmless only when the window covers every
+  // position the model supports. A missing key (not null) means
+  // MistralConfig's default window of 4096. Qwen's max_window_layers only
+  // says which layers slide, so it matters only when this check passes.
+  const bool qwen = arch == Architecture::qwen2 || arch == Architecture::qwen3;
+  bool window_on = read_bool(root, source, "use_sliding_window", !qwen);
   std::optional<int> window;
   if (!root.contains("sliding_window")) {
     if (arch == Architecture::mistral) window = 4096;
@@ -246,6 +252,7 @@ int64_t ModelConfig::parameter_count() const {
   int64_t per_layer = 2 * C                        // attention and MLP norms
                       + qkv_rows * C               // q, k, v projections
                       + (attention_bias ? qkv_rows : 0)
+                      + (qk_norm ? 2 * static_cast<int64_t>(head_dim) : 0)
                       + C * q_dim()                // o_proj
                       + 3 * C * I;                 // gate, up, down
   return V * C + num_layers * per_layer + C + (tie_word_embeddings ? 0 : V * C);
@@ -287,6 +294,8 @@ ModelConfig parse_model_config(const std::string& json_text, const std::string& 
   c.tie_word_embeddings = read_bool(root, src, "tie_word_embeddings", false);
   // Qwen2's attention hard-codes q/k/v biases; Llama reads the key.
   c.attention_bias = arch == Architecture::qwen2 || read_bool(root, src, "attention_bias", false);
+  // Qwen3's attention always has q_norm and k_norm; no config key turns them off.
+  c.qk_norm = arch == Architecture::qwen3;
   std::vector<int> bos = read_token_ids(root, src, "bos_token_id", c.vocab_size);
   if (bos.size() > 1) {
     fail(ErrorKind::invalid_argument, src, "bos_token_id", "must be a single token id", kCheckHint);

@@ -1,6 +1,8 @@
 // ModelConfig: the architecture of a Llama-family checkpoint, read from a
 // Hugging Face config.json (LlamaForCausalLM, MistralForCausalLM,
-// Qwen2ForCausalLM; the last adds q/k/v biases).
+// Qwen2ForCausalLM, which adds q/k/v biases, and Qwen3ForCausalLM, which adds
+// a per-head RMSNorm of queries and keys before RoPE and usually an explicit
+// head_dim other than hidden_size / num_attention_heads).
 #pragma once
 
 #include <cstdint>
@@ -34,6 +36,9 @@ struct ModelConfig {
   RopeScaling rope_scaling;
   bool tie_word_embeddings = false;
   bool attention_bias = false;  // q/k/v projections carry biases (Qwen2)
+  // Each head's D query and key values are RMS-normalized (weights q_norm,
+  // k_norm, eps rms_norm_eps) after the projection and before RoPE (Qwen3).
+  bool qk_norm = false;
   int bos_token_id = -1;        // -1: none
   std::vector<int> eos_token_ids;
 

@@ -1,5 +1,6 @@
 #!/usr/bin/env python3
-"""An independent Llama forward pass in NumPy, and the checkpoints it checks.
+"""An independent Llama-family forward pass in NumPy (Llama, Qwen2, Qwen3),
+and the checkpoints it checks.
 
 Writes into OUT_DIR, for each variant, a small random Hugging Face checkpoint
 (config.json + safetensors written by hand here) and `scenario.json`: a list
@@ -41,6 +42,16 @@ VARIANTS = {
         vocab_size=97, max_position_embeddings=64, rms_norm_eps=1e-6, rope_theta=1000.0,
         rope_scaling=None, tie_word_embeddings=True, bos_token_id=5, eos_token_id=6,
         dtype="BF16", shards=2),
+    # Qwen3: per-head RMSNorm of queries and keys before RoPE (q_norm,
+    # k_norm), head_dim 32 with hidden_size 64 over 4 heads (q_dim 128, not
+    # hidden), tied embeddings, F32 in one file.
+    "qwen3_qk_norm": dict(
+        architectures=["Qwen3ForCausalLM"], hidden_size=64, intermediate_size=96,
+        num_hidden_layers=3, num_attention_heads=4, num_key_value_heads=2, head_dim=32,
+        vocab_size=103, max_position_embeddings=64, rms_norm_eps=1e-6, rope_theta=1000000.0,
+        rope_scaling=None, attention_bias=False, use_sliding_window=False, sliding_window=None,
+        max_window_layers=3, tie_word_embeddings=True, bos_token_id=4, eos_token_id=7,
+        dtype="F32", shards=1),
 }
 
 # Steps of the ragged batch, the same for every variant. Each op is
@@ -78,6 +89,7 @@ def make_weights(cfg, rng):
     H, K = cfg["num_attention_heads"], cfg["num_key_value_heads"]
     D = cfg.get("head_dim", C // H)
     bias = cfg["architectures"][0] == "Qwen2ForCausalLM"
+    qk_norm = cfg["architectures"][0] == "Qwen3ForCausalLM"
     n = lambda *shape, s=0.2: (rng.standard_normal(shape) * s).astype(np.float32)
     w = {"model.embed_tokens.weight": n(V, C, s=1.0), "model.norm.weight": 1 + n(C, s=0.1)}
     for l in range(cfg["num_hidden_layers"]):
@@ -91,6 +103,9 @@ def make_weights(cfg, rng):
         if bias:
             for name, rows in (("q", H * D), ("k", K * D), ("v", K * D)):
                 w[p + f"self_attn.{name}_proj.bias"] = n(rows, s=0.5)
+        if qk_norm:  # one (D) weight each, shared by all heads; far from ones
+            w[p + "self_attn.q_norm.weight"] = 1 + n(D, s=0.5)
+            w[p + "self_attn.k_norm.weight"] = 1 + n(D, s=0.5)
         w[p + "mlp.gate_proj.weight"] = n(I, C)
         w[p + "mlp.up_proj.weight"] = n(I, C)
         w[p + "mlp.down_proj.weight"] = n(C, I)
@@ -121,7 +136,8 @@ def write_safetensors(path, tensors, dtype):
 def write_checkpoint(out_dir, cfg, weights):
     os.makedirs(out_dir, exist_ok=True)
     config = {k: v for k, v in cfg.items() if k not in ("dtype", "shards")}
-    config["model_type"] = "qwen2" if "Qwen2" in cfg["architectures"][0] else "llama"
+    config["model_type"] = {"Qwen2ForCausalLM": "qwen2", "Qwen3ForCausalLM": "qwen3"}.get(
+        cfg["architectures"][0], "llama")
     with open(os.path.join(out_dir, "config.json"), "w") as f:
         json.dump(config, f, indent=1)
     names = sorted(weights)
@@ -188,8 +204,13 @@ def forward_full(cfg, w, tokens):
         h = rms_norm(x, g(p + "input_layernorm.weight"), eps)
         proj = lambda name: h @ g(p + f"self_attn.{name}_proj.weight").T + (
             g(p + f"self_attn.{name}_proj.bias") if p + f"self_attn.{name}_proj.bias" in w else 0)
-        q = rotate(proj("q").reshape(n, H, D), pos, freq)
-        k = rotate(proj("k").reshape(n, K, D), pos, freq)
+        q, k = proj("q").reshape(n, H, D), proj("k").reshape(n, K, D)
+        if p + "self_attn.q_norm.weight" in w:
+            # Qwen3Attention: q_norm and k_norm on (n, heads, D), over the
+            # last axis (each head alone), before the rotation.
+            q = rms_norm(q, g(p + "self_attn.q_norm.weight"), eps)
+            k = rms_norm(k, g(p + "self_attn.k_norm.weight"), eps)
+        q, k = rotate(q, pos, freq), rotate(k, pos, freq)
         v = proj("v").reshape(n, K, D)
         k = np.repeat(k, H // K, axis=1)  # query head h uses KV head h // (H/K)
         v = np.repeat(v, H // K, axis=1)

@@ -1,5 +1,6 @@
 // small_llama: the shape of the random models tests build (4 query heads over
-// 2 KV heads, so GQA is always exercised), in one place.
+// 2 KV heads, so GQA is always exercised), in one place; small_qwen3 the same
+// with Qwen3's attention.
 #pragma once
 
 #include "kernels/backend.h"
@@ -21,6 +22,16 @@ inline ModelConfig small_llama(int hidden, int layers, int vocab, int max_positi
   c.head_dim = hidden / 4;
   c.vocab_size = vocab;
   c.max_position_embeddings = max_positions;
+  return c;
+}
+
+// The same shape with Qwen3's attention: per-head q/k norms, and head_dim
+// hidden / 2 given explicitly (q_dim = 2 * hidden, not the hidden size).
+inline ModelConfig small_qwen3(int hidden, int layers, int vocab, int max_positions) {
+  ModelConfig c = small_llama(hidden, layers, vocab, max_positions);
+  c.architecture = "Qwen3ForCausalLM";
+  c.head_dim = hidden / 2;
+  c.qk_norm = true;
   return c;
 }
 

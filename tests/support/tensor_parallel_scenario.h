@@ -62,6 +62,37 @@ inline ModelConfig heads(int H, int K, int I, int V) {
   return c;
 }
 
+// Qwen3's attention on the same shape: per-head q/k norms, and head_dim 32
+// so that q_dim (H * 32) is not the hidden size 64.
+inline ModelConfig qwen3_heads(int H, int K, int I, int V) {
+  ModelConfig c = heads(H, K, I, V);
+  c.architecture = "Qwen3ForCausalLM";
+  c.head_dim = 32;
+  c.qk_norm = true;
+  return c;
+}
+
+// Dummy weights whose q_norm and k_norm are not all ones (dummy norms are),
+// so that a shard applying another head's or another layer's weights, or
+// none, would show. Every shard gets the same (D) values: the norms are
+// replicated.
+inline WeightFactory dummy_with_qk_norms(const ModelConfig& config, uint64_t seed) {
+  return [config, seed](const TensorShard& shard, Backend& backend) {
+    LlamaWeights w = make_dummy_weights(config, seed, backend, shard);
+    const size_t D = static_cast<size_t>(config.head_dim);
+    std::vector<float> q(D), k(D);
+    for (size_t l = 0; l < w.layers.size(); ++l) {
+      for (size_t i = 0; i < D; ++i) {
+        q[i] = 0.25f + 0.125f * static_cast<float>((i * 7 + l * 3) % 13);
+        k[i] = 2.0f - 0.125f * static_cast<float>((i * 5 + l) % 11);
+      }
+      backend.upload(q, w.layers[l].q_norm.data());
+      backend.upload(k, w.layers[l].k_norm.data());
+    }
+    return w;
+  };
+}
+
 // One model + cache of a shard (the unsplit one by default).
 struct Rank {
   std::unique_ptr<Backend> backend = make_cpu_backend();

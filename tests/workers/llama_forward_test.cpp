@@ -2,7 +2,8 @@
 //
 // tests/reference/llama_reference.py writes small random checkpoints (GQA with
 // llama3 RoPE scaling in F32; Qwen2 biases with tied embeddings in sharded
-// BF16) and a scenario of ragged steps — prefills, multi-token verification
+// BF16; Qwen3's per-head q/k norms with head_dim 32 over hidden size 64 and
+// tied embeddings in F32) and a scenario of ragged steps — prefills, multi-token verification
 // blocks, single-token decodes, truncations as after a rejected draft — with
 // the logits it computes by recomputing every sequence from position 0 in
 // float64. Here the same steps run through the paged KV cache in fp32.
@@ -142,7 +143,7 @@ TEST_P(LlamaForward, MatchesNumpyReferenceThroughPagedCache) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Variants, LlamaForward,
-                         ::testing::Combine(::testing::Values("llama_gqa", "qwen2_bias"),
+                         ::testing::Combine(::testing::Values("llama_gqa", "qwen2_bias", "qwen3_qk_norm"),
                                             ::testing::ValuesIn(kModes)),
                          [](const ::testing::TestParamInfo<LlamaForward::ParamType>& param) {
                            return std::get<0>(param.param) + "_" + std::get<1>(param.param).name;

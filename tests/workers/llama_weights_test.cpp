@@ -1,5 +1,5 @@
 // LlamaWeights: loading a tiny checkpoint written here (fused layouts,
-// tied/untied heads, Qwen2 biases, sharding, shape errors) and the `dummy`
+// tied/untied heads, Qwen2 biases, Qwen3 q/k norms, sharding, shape errors) and the `dummy`
 // random weights (shapes, determinism, speed).
 #include "workers/llama_weights.h"
 
@@ -13,6 +13,7 @@
 
 #include "common/error.h"
 #include "safetensors_writer.h"
+#include "tests/support/thread_communicator.h"
 
 namespace tandem {
 namespace {
@@ -96,6 +97,10 @@ TinyCheckpoint make_checkpoint(const ModelConfig& c, bool with_lm_head) {
       ck.add(p + "self_attn.k_proj.bias", {c.kv_dim()}, rng);
       ck.add(p + "self_attn.v_proj.bias", {c.kv_dim()}, rng);
     }
+    if (c.qk_norm) {
+      ck.add(p + "self_attn.q_norm.weight", {c.head_dim}, rng);
+      ck.add(p + "self_attn.k_norm.weight", {c.head_dim}, rng);
+    }
     ck.add(p + "self_attn.o_proj.weight", {C, c.q_dim()}, rng);
     ck.add(p + "post_attention_layernorm.weight", {C}, rng);
     ck.add(p + "mlp.gate_proj.weight", {I, C}, rng);
@@ -106,6 +111,15 @@ TinyCheckpoint make_checkpoint(const ModelConfig& c, bool with_lm_head) {
   if (with_lm_head) ck.add("lm_head.weight", {V, C}, rng);
   return ck;
 }
+
+// Rank `rank` of a 2-way tensor-parallel group. Loading runs no collective,
+// so the communicator needs no threads behind it.
+struct TwoWayShard {
+  test_support::ThreadGroup group{2};
+  test_support::ThreadCommunicator comm;
+  TensorShard shard;
+  explicit TwoWayShard(int rank) : comm(group, rank), shard{rank, 2, &comm} {}
+};
 
 std::vector<float> host(Backend& backend, const Buffer& buffer) {
   std::vector<float> out(buffer.size());
@@ -140,6 +154,13 @@ void expect_loaded(const TinyCheckpoint& ck, const ModelConfig& c, const LlamaWe
                 concat(ck, {a + "q_proj.bias", a + "k_proj.bias", a + "v_proj.bias"}));
     } else {
       EXPECT_TRUE(lw.qkv_bias.empty());
+    }
+    if (c.qk_norm) {
+      EXPECT_EQ(host(backend, lw.q_norm), ck.values.at(a + "q_norm.weight"));
+      EXPECT_EQ(host(backend, lw.k_norm), ck.values.at(a + "k_norm.weight"));
+    } else {
+      EXPECT_TRUE(lw.q_norm.empty());
+      EXPECT_TRUE(lw.k_norm.empty());
     }
     EXPECT_EQ(host(backend, lw.o_proj), ck.values.at(a + "o_proj.weight"));
     EXPECT_EQ(host(backend, lw.mlp_norm), ck.values.at(p + "post_attention_layernorm.weight"));
@@ -232,6 +253,45 @@ TEST(LlamaWeights, Qwen2LoadsFusedBiases) {
   }
 }
 
+TEST(LlamaWeights, Qwen3LoadsQkNormsReplicatedOnEveryShard) {
+  auto backend = make_cpu_backend();
+  ModelConfig c = tiny_config("Qwen3ForCausalLM", /*tie=*/true);
+  ASSERT_TRUE(c.qk_norm);
+  ASSERT_FALSE(c.attention_bias);
+  TinyCheckpoint ck = make_checkpoint(c, /*with_lm_head=*/false);
+  TempDir dir;
+  write_safetensors(dir / "model.safetensors", ck.tensors(ck.names()));
+  LlamaWeights w = load_llama_weights(dir.path(), c, *backend);
+  expect_loaded(ck, c, w, *backend);
+  EXPECT_EQ(w.layers[1].q_norm.size(), 4u);  // D, not q_dim
+  EXPECT_EQ(w.bytes_read_per_step(), c.parameter_count() * 4);  // tied: embed is the LM head
+
+  // Each of two shards holds one query head and all D norm weights.
+  for (int rank = 0; rank < 2; ++rank) {
+    TwoWayShard two(rank);
+    LlamaWeights s = load_llama_weights(dir.path(), c, *backend, two.shard);
+    EXPECT_EQ(s.layers[1].qkv.size(), 3u * 4 * 8);  // one head each of q, k (replicated), v
+    const std::string a = "model.layers.1.self_attn.";
+    EXPECT_EQ(host(*backend, s.layers[1].q_norm), ck.values.at(a + "q_norm.weight"));
+    EXPECT_EQ(host(*backend, s.layers[1].k_norm), ck.values.at(a + "k_norm.weight"));
+  }
+
+  // Without k_norm the load names the file's missing tensor.
+  std::vector<std::string> names;
+  for (const std::string& n : ck.names()) {
+    if (n != "model.layers.1.self_attn.k_norm.weight") names.push_back(n);
+  }
+  write_safetensors(dir / "model.safetensors", ck.tensors(names));
+  try {
+    load_llama_weights(dir.path(), c, *backend);
+    ADD_FAILURE() << "no error";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.kind(), ErrorKind::not_found);
+    EXPECT_THAT(e.what(), HasSubstr("model.layers.1.self_attn.k_norm.weight"));
+    EXPECT_THAT(e.what(), HasSubstr("model.safetensors"));  // the file searched
+  }
+}
+
 TEST(LlamaWeights, ShardedCheckpointLoadsTheSame) {
   auto backend = make_cpu_backend();
   ModelConfig c = tiny_config();
@@ -300,6 +360,20 @@ TEST(DummyWeights, ShapesNormsAndBiases) {
   LlamaWeights t = make_dummy_weights(tied, 1, *backend);
   EXPECT_TRUE(t.lm_head.empty());
   EXPECT_TRUE(t.layers[0].qkv_bias.empty());
+  EXPECT_TRUE(t.layers[0].q_norm.empty());
+
+  // Qwen3: q_norm and k_norm of D ones in every layer, on every shard.
+  ModelConfig qwen3 = tiny_config("Qwen3ForCausalLM", /*tie=*/false);
+  for (int rank = 0; rank < 2; ++rank) {
+    TwoWayShard two(rank);
+    LlamaWeights q = make_dummy_weights(qwen3, 1, *backend, two.shard);
+    for (const LlamaLayerWeights& l : q.layers) {
+      EXPECT_EQ(host(*backend, l.q_norm), std::vector<float>(4, 1.0f));
+      EXPECT_EQ(host(*backend, l.k_norm), std::vector<float>(4, 1.0f));
+    }
+  }
+  EXPECT_EQ(make_dummy_weights(qwen3, 1, *backend).bytes_read_per_step(),
+            (qwen3.parameter_count() - 16 * 8) * 4);
 }
 
 TEST(DummyWeights, DeterministicInSeed) {

@@ -8,6 +8,9 @@
 
 #include <cmath>
 #include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
 #include <nlohmann/json.hpp>
 
 #include "common/error.h"
@@ -45,6 +48,19 @@ json qwen25_05b() {
     "rope_theta": 1000000.0, "sliding_window": 32768, "tie_word_embeddings": true,
     "torch_dtype": "bfloat16", "use_cache": true, "use_sliding_window": false,
     "vocab_size": 151936})");
+}
+
+// Qwen3-8B's config.json.
+json qwen3_8b() {
+  return json::parse(R"({
+    "architectures": ["Qwen3ForCausalLM"], "attention_bias": false, "attention_dropout": 0.0,
+    "bos_token_id": 151643, "eos_token_id": 151645, "head_dim": 128, "hidden_act": "silu",
+    "hidden_size": 4096, "initializer_range": 0.02, "intermediate_size": 12288,
+    "max_position_embeddings": 40960, "max_window_layers": 36, "model_type": "qwen3",
+    "num_attention_heads": 32, "num_hidden_layers": 36, "num_key_value_heads": 8,
+    "rms_norm_eps": 1e-06, "rope_scaling": null, "rope_theta": 1000000,
+    "sliding_window": null, "tie_word_embeddings": false, "torch_dtype": "bfloat16",
+    "use_cache": true, "use_sliding_window": false, "vocab_size": 151936})");
 }
 
 // Mistral-7B-v0.3's config.json.
@@ -112,6 +128,82 @@ TEST(ModelConfig, ParsesQwen2WithBiasesAndTiedEmbeddings) {
   EXPECT_EQ(c.eos_token_ids, std::vector<int>{151643});
   // The published size of Qwen2.5-0.5B (embedding counted once, biases in).
   EXPECT_EQ(c.parameter_count(), 494032768);
+}
+
+TEST(ModelConfig, ParsesQwen3WithQkNormAndExplicitHeadDim) {
+  ModelConfig c = parse(qwen3_8b());
+  EXPECT_EQ(c.architecture, "Qwen3ForCausalLM");
+  EXPECT_TRUE(c.qk_norm);  // Qwen3 always normalizes queries and keys per head
+  EXPECT_FALSE(c.attention_bias);
+  EXPECT_FALSE(c.tie_word_embeddings);
+  EXPECT_EQ(c.head_dim, 128);
+  EXPECT_EQ(c.num_kv_heads, 8);
+  EXPECT_DOUBLE_EQ(c.rope_theta, 1e6);
+  EXPECT_EQ(c.rope_scaling.type, RopeScaling::Type::none);
+  EXPECT_EQ(c.max_position_embeddings, 40960);
+  EXPECT_EQ(c.eos_token_ids, std::vector<int>{151645});
+  // Qwen3-8B's size, q_norm and k_norm included: the model card's 8.2B
+  // parameters, 6.95B of them outside the embedding and LM head.
+  EXPECT_EQ(c.parameter_count(), 8190735360);
+  // Other architectures have no q/k norm.
+  EXPECT_FALSE(parse(qwen25_05b()).qk_norm);
+  EXPECT_FALSE(parse(llama31_8b()).qk_norm);
+
+  // Qwen3-0.6B: head_dim 128 with hidden_size 1024 and 16 heads (not
+  // hidden / heads), tied embeddings.
+  json small = qwen3_8b();
+  small["hidden_size"] = 1024;
+  small["intermediate_size"] = 3072;
+  small["num_hidden_layers"] = 28;
+  small["num_attention_heads"] = 16;
+  small["tie_word_embeddings"] = true;
+  c = parse(small);
+  EXPECT_EQ(c.head_dim, 128);
+  EXPECT_EQ(c.q_dim(), 2048);
+  EXPECT_TRUE(c.tie_word_embeddings);
+  EXPECT_EQ(c.parameter_count(), 596049920);  // the model card's 0.6B (0.44B non-embedding)
+}
+
+TEST(ModelConfig, Qwen3ShapesForDummyWeightsParse) {
+  // configs/shapes/ holds the two published Qwen3 shapes the `dummy` load
+  // format serves: the same sizes as the real config.json files.
+  const std::filesystem::path shapes = std::filesystem::path(TANDEM_SOURCE_DIR) / "configs/shapes";
+  auto read = [&](const char* name) {
+    std::ifstream in(shapes / name);
+    std::stringstream text;
+    text << in.rdbuf();
+    return parse_model_config(text.str(), name);
+  };
+  const ModelConfig target = read("qwen3-8b.json");
+  EXPECT_TRUE(target.qk_norm);
+  EXPECT_EQ(target.parameter_count(), parse(qwen3_8b()).parameter_count());
+  const ModelConfig draft = read("qwen3-0.6b.json");
+  EXPECT_TRUE(draft.qk_norm);
+  EXPECT_TRUE(draft.tie_word_embeddings);
+  EXPECT_EQ(draft.head_dim, 128);
+  EXPECT_EQ(draft.vocab_size, target.vocab_size);  // a draft must share the vocabulary
+  EXPECT_EQ(draft.parameter_count(), 596049920);
+}
+
+TEST(ModelConfig, Qwen3RefusesWhatItCannotRun) {
+  // attention_bias true puts a bias on Qwen3's o_proj too.
+  json j = qwen3_8b();
+  j["attention_bias"] = true;
+  Error e = parse_error(j);
+  EXPECT_EQ(e.kind(), ErrorKind::unsupported);
+  EXPECT_THAT(e.what(), HasSubstr("'attention_bias'"));
+  // The window is ignored unless use_sliding_window; then it is refused.
+  j = qwen3_8b();
+  j["sliding_window"] = 4096;
+  EXPECT_NO_THROW(parse(j));
+  j["use_sliding_window"] = true;
+  e = parse_error(j);
+  EXPECT_EQ(e.kind(), ErrorKind::unsupported);
+  EXPECT_THAT(e.what(), HasSubstr("'sliding_window'"));
+  // Without a head_dim, hidden / heads is the default, as for the others.
+  j = qwen3_8b();
+  j.erase("head_dim");
+  EXPECT_EQ(parse(j).head_dim, 128);
 }
 
 TEST(ModelConfig, ParsesMistralWithNullSlidingWindow) {

@@ -103,55 +103,80 @@ TEST_P(SpeculativeEngineTest, GreedyOutputEqualsPlainGreedyForEveryGammaAndDraft
   EXPECT_EQ(draft.cache.used_blocks(), 0);
 }
 
+// The same with Qwen3 target and draft (per-head q/k norms, head_dim other
+// than hidden / heads, the draft's a fourth of the target's): the norms keep
+// every row's logits independent of the batch, so verification is exact.
+TEST_P(SpeculativeEngineTest, Qwen3GreedyOutputEqualsPlainGreedy) {
+  auto backend = make_test_backend();
+  Model target(*backend, test_support::small_qwen3(64, 2, 96, 256), 3);
+  Model draft(*backend, test_support::small_qwen3(32, 1, 96, 256), 4);
+  SamplingParams greedy;
+  greedy.temperature = 0;
+  std::vector<std::vector<int32_t>> expected;
+  for (const auto& prompt : prompts()) expected.push_back(plain(target, prompt, 40, greedy));
+  ModelDrafter model_drafter(draft.model, draft.cache);
+  for (int gamma : {1, 3, 8}) {
+    const auto results =
+        speculative(target, model_drafter, prompts(), 40, greedy, GammaPolicy{false, gamma});
+    for (size_t i = 0; i < results.size(); ++i)
+      EXPECT_EQ(results[i].tokens, expected[i]) << "gamma " << gamma;
+  }
+  EXPECT_EQ(target.cache.used_blocks(), 0);
+  EXPECT_EQ(draft.cache.used_blocks(), 0);
+}
+
 // The property the exact tests here rest on: a token's logits are the same
 // bits whether its row is decoded alone, verified in a block, or computed
 // beside another sequence's rows in the same forward pass (up to 64 rows on
 // CUDA), with step graphs on and off.
 TEST_P(SpeculativeEngineTest, ForwardIsBatchInvariant) {
   auto backend = make_test_backend();
-  const ModelConfig config = config_of(64, 2);
-  const int V = config.vocab_size;
-  const std::vector<int32_t> prompt{1, 2, 3, 4, 5}, block{9, 8, 7, 6, 5, 4};
-  const std::vector<int32_t> neighbour{3, 14, 15, 92, 65, 35, 89, 79, 32, 38, 46, 26, 43};
-  // Every logit row of `prompt` then `block`, fed as `chunks` (with the
-  // neighbour's prefill in the same pass as the second chunk when asked).
-  auto logits_of = [&](const std::vector<std::vector<int32_t>>& chunks, bool with_neighbour) {
-    Model m(*backend, config, 1);
-    const SequenceId seq = m.cache.create_sequence();
-    const SequenceId other = m.cache.create_sequence();
-    std::vector<float> rows;
-    for (size_t c = 0; c < chunks.size(); ++c) {
-      const auto& chunk = chunks[c];
-      EXPECT_TRUE(m.cache.reserve(seq, m.cache.length(seq) + static_cast<int>(chunk.size())));
-      std::vector<SequenceStep> steps{{seq, chunk, static_cast<int>(chunk.size())}};
-      if (with_neighbour && c == 1) {
-        EXPECT_TRUE(m.cache.reserve(other, static_cast<int>(neighbour.size())));
-        steps.push_back({other, neighbour, 1});
+  // Llama's attention, and Qwen3's with its per-head q/k norms.
+  for (const ModelConfig& config : {config_of(64, 2), test_support::small_qwen3(64, 2, 96, 256)}) {
+    SCOPED_TRACE(config.architecture);
+    const int V = config.vocab_size;
+    const std::vector<int32_t> prompt{1, 2, 3, 4, 5}, block{9, 8, 7, 6, 5, 4};
+    const std::vector<int32_t> neighbour{3, 14, 15, 92, 65, 35, 89, 79, 32, 38, 46, 26, 43};
+    // Every logit row of `prompt` then `block`, fed as `chunks` (with the
+    // neighbour's prefill in the same pass as the second chunk when asked).
+    auto logits_of = [&](const std::vector<std::vector<int32_t>>& chunks, bool with_neighbour) {
+      Model m(*backend, config, 1);
+      const SequenceId seq = m.cache.create_sequence();
+      const SequenceId other = m.cache.create_sequence();
+      std::vector<float> rows;
+      for (size_t c = 0; c < chunks.size(); ++c) {
+        const auto& chunk = chunks[c];
+        EXPECT_TRUE(m.cache.reserve(seq, m.cache.length(seq) + static_cast<int>(chunk.size())));
+        std::vector<SequenceStep> steps{{seq, chunk, static_cast<int>(chunk.size())}};
+        if (with_neighbour && c == 1) {
+          EXPECT_TRUE(m.cache.reserve(other, static_cast<int>(neighbour.size())));
+          steps.push_back({other, neighbour, 1});
+        }
+        const float* logits = m.model.forward(steps, m.cache);
+        std::vector<float> host(static_cast<size_t>(chunk.size()) * V);
+        backend->download(logits, host);  // the sequence's rows come first
+        rows.insert(rows.end(), host.begin(), host.end());
       }
-      const float* logits = m.model.forward(steps, m.cache);
-      std::vector<float> host(static_cast<size_t>(chunk.size()) * V);
-      backend->download(logits, host);  // the sequence's rows come first
-      rows.insert(rows.end(), host.begin(), host.end());
-    }
-    return rows;
-  };
-  std::vector<std::vector<int32_t>> one_by_one{prompt};
-  for (int32_t t : block) one_by_one.push_back({t});
-  for (bool graphs : {true, false}) {
-    backend->set_step_graphs(graphs);
-    const std::vector<float> alone = logits_of(one_by_one, false);
-    for (bool with_neighbour : {false, true}) {
-      const std::vector<float> verified = logits_of({prompt, block}, with_neighbour);
-      ASSERT_EQ(verified.size(), alone.size());
-      size_t differing = 0;
-      double largest = 0;
-      for (size_t i = 0; i < alone.size(); ++i) {
-        differing += alone[i] != verified[i];
-        largest = std::max(largest, std::abs(static_cast<double>(alone[i]) - verified[i]));
+      return rows;
+    };
+    std::vector<std::vector<int32_t>> one_by_one{prompt};
+    for (int32_t t : block) one_by_one.push_back({t});
+    for (bool graphs : {true, false}) {
+      backend->set_step_graphs(graphs);
+      const std::vector<float> alone = logits_of(one_by_one, false);
+      for (bool with_neighbour : {false, true}) {
+        const std::vector<float> verified = logits_of({prompt, block}, with_neighbour);
+        ASSERT_EQ(verified.size(), alone.size());
+        size_t differing = 0;
+        double largest = 0;
+        for (size_t i = 0; i < alone.size(); ++i) {
+          differing += alone[i] != verified[i];
+          largest = std::max(largest, std::abs(static_cast<double>(alone[i]) - verified[i]));
+        }
+        EXPECT_EQ(differing, 0u) << "of " << alone.size() << " logits (largest |difference| "
+                                 << largest << "), step graphs " << graphs << ", neighbour "
+                                 << with_neighbour;
       }
-      EXPECT_EQ(differing, 0u) << "of " << alone.size() << " logits (largest |difference| "
-                               << largest << "), step graphs " << graphs << ", neighbour "
-                               << with_neighbour;
     }
   }
 }

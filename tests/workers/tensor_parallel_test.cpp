@@ -156,6 +156,13 @@ TEST(TensorParallel, DummyWithVocabularyNotDividingTiedAndBiased) {
   expect_same_logits(c, dummy(c, 5), {2, 4});
 }
 
+TEST(TensorParallel, Qwen3QkNormsOnSplitHeads) {
+  // Each rank normalizes its own query and key heads with the replicated
+  // norms; K 2 is split at TP 2 and replicated at TP 4.
+  const ModelConfig c = test_support::qwen3_heads(4, 2, 96, 64);
+  expect_same_logits(c, test_support::dummy_with_qk_norms(c, 6), {2, 4});
+}
+
 TEST(TensorParallel, DummyShardsAreSlicesOfTheUnsplitModel) {
   const ModelConfig c = heads(8, 4, 96, 40);
   auto backend = make_cpu_backend();

@@ -59,6 +59,11 @@ TEST(TensorParallelMpi, DummyWithFewerKvHeadsThanRanks) {
   expect_same_logits(config, test_support::dummy(config, 4));
 }
 
+TEST(TensorParallelMpi, Qwen3QkNormsOnSplitHeads) {
+  const ModelConfig config = test_support::qwen3_heads(4, 2, 96, 64);
+  expect_same_logits(config, test_support::dummy_with_qk_norms(config, 6));
+}
+
 TEST(TensorParallelMpi, TinyTargetGreedyAndSeededSamplingMatchUnsplit) {
   const ModelConfig config = load_model_config(test_support::kTinyTarget);
   const std::vector<int32_t> prompt =
