@@ -24,29 +24,15 @@
 
 #include "kernels/backend.h"
 #include "tests/support/moe_layer.h"
+#include "tests/support/reference_files.h"
 
 namespace tandem {
 namespace {
 
 namespace fs = std::filesystem;
 
-// Written once per test process into its own directory, removed at exit.
-struct ReferenceFiles {
-  fs::path dir;
-  ReferenceFiles() {
-    dir = fs::path(TANDEM_BINARY_DIR) / "test-data" / ("moe_reference-" + std::to_string(getpid()));
-    const std::string command = std::string(TANDEM_PYTHON) + " " + TANDEM_SOURCE_DIR +
-                                "/tests/reference/moe_reference.py " + dir.string();
-    if (std::system(command.c_str()) != 0) dir.clear();
-  }
-  ~ReferenceFiles() {
-    std::error_code ignored;
-    if (!dir.empty()) fs::remove_all(dir, ignored);
-  }
-};
-
 nlohmann::json load_case(const std::string& name) {
-  static const ReferenceFiles files;
+  static const ReferenceFiles files("moe_reference.py");
   if (files.dir.empty()) return nullptr;
   std::ifstream in(files.dir / (name + ".json"));
   return nlohmann::json::parse(in);

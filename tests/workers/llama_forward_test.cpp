@@ -21,6 +21,7 @@
 #include <nlohmann/json.hpp>
 
 #include "common/error.h"
+#include "tests/support/reference_files.h"
 #include "tests/support/small_model.h"
 #include "workers/kv_cache.h"
 #include "workers/llama_model.h"
@@ -32,24 +33,8 @@ namespace {
 
 namespace fs = std::filesystem;
 
-// Written once per test process into its own directory (ctest runs test
-// cases as parallel processes), removed when the process ends.
-struct ReferenceFiles {
-  fs::path dir;
-  ReferenceFiles() {
-    dir = fs::path(TANDEM_BINARY_DIR) / "test-data" / ("llama_reference-" + std::to_string(getpid()));
-    const std::string command = std::string(TANDEM_PYTHON) + " " + TANDEM_SOURCE_DIR +
-                                "/tests/reference/llama_reference.py " + dir.string();
-    if (std::system(command.c_str()) != 0) dir.clear();
-  }
-  ~ReferenceFiles() {
-    std::error_code ignored;
-    if (!dir.empty()) fs::remove_all(dir, ignored);
-  }
-};
-
 const fs::path& reference_dir() {
-  static const ReferenceFiles files;
+  static const ReferenceFiles files("llama_reference.py");
   return files.dir;
 }
 
