@@ -129,7 +129,7 @@ TEST_F(PrefixCache, TheStreamsUsageChunkReportsCachedTokens) {
   std::string text;
   for (size_t i = 0; i + 2 < payloads.size(); ++i)
     text += json::parse(payloads[i])["choices"][0]["text"].get<std::string>();
-  EXPECT_EQ(text, first["choices"][0]["text"]);
+  EXPECT_EQ(text, first["choices"][0]["text"].get<std::string>());
 }
 
 TEST_F(PrefixCache, DifferentSaltsNeverShare) {
