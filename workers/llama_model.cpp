@@ -73,6 +73,7 @@ LlamaModel::LlamaModel(ModelConfig config, LlamaWeights weights, Backend& backen
       shard_(shard),
       layout_(tandem::shard_layout(config_, shard_)) {
   check_weight_shapes();
+  for (const LlamaLayerWeights& w : weights_.layers) expert_views_.push_back(w.expert_views());
   inv_freq_host_ = rope_inv_freq(config_);
   inv_freq_ = backend_.allocate(inv_freq_host_.size());
   backend_.upload(inv_freq_host_, inv_freq_.data());
@@ -102,8 +103,17 @@ void LlamaModel::check_weight_shapes() const {
     check("q_norm", w.q_norm.size(), qk_norm);
     check("k_norm", w.k_norm.size(), qk_norm);
     check("o_proj", w.o_proj.size(), C * static_cast<size_t>(layout_.q_dim()));
-    check("gate_up", w.gate_up.size(), 2 * I * C);
-    check("down_proj", w.down_proj.size(), C * I);
+    const size_t E = static_cast<size_t>(config_.num_experts);
+    const size_t dense = config_.is_moe() ? 0 : 1;
+    check("gate_up", w.gate_up.size(), dense * 2 * I * C);
+    check("down_proj", w.down_proj.size(), dense * C * I);
+    check("router", w.router.size(), E * C);
+    check("expert count", w.expert_gate_up.size(), E);
+    check("expert count", w.expert_down.size(), E);
+    for (size_t e = 0; e < E; ++e) {
+      check("expert gate_up", w.expert_gate_up[e].size(), 2 * I * C);
+      check("expert down", w.expert_down[e].size(), C * I);
+    }
   }
 }
 
@@ -118,8 +128,12 @@ void LlamaModel::ensure_workspace(int T, int R) {
     k_ = backend_.allocate(t * layout_.kv_dim());
     v_ = backend_.allocate(t * layout_.kv_dim());
     attn_ = backend_.allocate(t * layout_.q_dim());
-    gate_up_ = backend_.allocate(t * 2 * I);
-    mlp_ = backend_.allocate(t * I);
+    if (config_.is_moe()) {
+      router_logits_ = backend_.allocate(t * config_.num_experts);
+    } else {
+      gate_up_ = backend_.allocate(t * 2 * I);
+      mlp_ = backend_.allocate(t * I);
+    }
     workspace_tokens_ = T;
   }
   if (R > workspace_rows_) {
@@ -196,6 +210,23 @@ const float* LlamaModel::gather_logits(int R) {
   }
   backend_.upload(out, logits_.data());
   return logits_.data();
+}
+
+// The sparse MoE MLP of layer l (kernels/README.md, "MoE layer"): router
+// logits, the plan (host), every chosen expert once on its tokens' rows.
+// Split: the router is replicated, so every rank routes identically and
+// runs each expert on its I/tp slice; the (T, C) partial sums are
+// all-reduced by the caller, as the dense MLP's. moe_experts() reads x
+// only before it writes out, so both may be normed_.
+void LlamaModel::moe_block(int l, int T) {
+  const LlamaLayerWeights& w = weights_.layers[static_cast<size_t>(l)];
+  const int C = config_.hidden_size, E = config_.num_experts;
+  backend_.matmul(normed_.data(), w.router.view(), nullptr, T, C, E,
+                  router_logits_.data());  // router_logits (T, E)
+  backend_.moe_route(router_logits_.data(), T, E, config_.moe_top_k, config_.moe_norm_topk_prob,
+                     moe_plan_);
+  moe_experts(backend_, normed_.data(), moe_plan_, expert_views_[static_cast<size_t>(l)], C,
+              layout_.intermediate.count, moe_scratch_, normed_.data());
 }
 
 const float* LlamaModel::forward(std::span<const SequenceStep> steps, PagedKvCache& cache) {
@@ -279,12 +310,16 @@ const float* LlamaModel::forward(std::span<const SequenceStep> steps, PagedKvCac
     if (split) all_reduce(normed_.data(), TC);
     be.add_rmsnorm(hidden_.data(), normed_.data(), w.mlp_norm.data(), T, C, eps, normed_.data());
 
-    // MLP block, on normed_ = mlp_norm(hidden). Split: gate_up
+    // MLP block, on normed_ = mlp_norm(hidden), into normed_. Split: gate_up
     // column-parallel (own I/tp), down_proj row-parallel, its (T, C) output
-    // all-reduced.
-    be.matmul(normed_.data(), w.gate_up.view(), nullptr, T, C, 2 * I, gate_up_.data());  // (T, 2I)
-    be.swiglu(gate_up_.data(), T, I, mlp_.data());                                       // (T, I)
-    be.matmul(mlp_.data(), w.down_proj.view(), nullptr, T, I, C, normed_.data());
+    // all-reduced; a MoE layer splits every expert alike.
+    if (config_.is_moe()) {
+      moe_block(l, T);
+    } else {
+      be.matmul(normed_.data(), w.gate_up.view(), nullptr, T, C, 2 * I, gate_up_.data());  // (T, 2I)
+      be.swiglu(gate_up_.data(), T, I, mlp_.data());                                       // (T, I)
+      be.matmul(mlp_.data(), w.down_proj.view(), nullptr, T, I, C, normed_.data());
+    }
     if (split) all_reduce(normed_.data(), TC);
     if (l + 1 < config_.num_layers) {  // and the next layer's attention norm
       const float* next_norm = weights_.layers[static_cast<size_t>(l) + 1].attn_norm.data();

@@ -10,7 +10,9 @@
 // cache, and calls forward() with the same steps in the same order. Local
 // work uses the rank's heads, I/tp and vocabulary rows; the partial hidden
 // states are all-reduced after the embedding, o_proj and down_proj, and the
-// vocabulary slices of the logits are gathered on TP rank 0.
+// vocabulary slices of the logits are gathered on TP rank 0. A sparse MoE
+// model (Mixtral, Qwen3-MoE) runs its routed experts in place of the dense
+// MLP, each expert on its I/tp slice, with the same one all-reduce.
 #pragma once
 
 #include <functional>
@@ -60,6 +62,7 @@ class LlamaModel {
 
  private:
   void ensure_workspace(int T, int R);
+  void moe_block(int layer, int T);
   void check_weight_shapes() const;
   // The TP collectives, timed into communication_seconds_.
   // Runs a collective of the TP group between two step graph segments,
@@ -83,6 +86,12 @@ class LlamaModel {
   // rank's (tp, R, ceil(V/tp)); host ids of the vocabulary-parallel lookup.
   Buffer local_logits_, gathered_logits_;
   std::vector<int32_t> local_ids_, reorder_ids_;
+  // MoE models only: router logits (T, E), the step's routing, the experts'
+  // scratch, and each layer's expert views.
+  Buffer router_logits_;
+  MoePlan moe_plan_;
+  MoeScratch moe_scratch_;
+  std::vector<std::vector<MoeExpertWeights>> expert_views_;
   std::vector<float> reorder_host_;
   int logit_rows_ = 0;
   double communication_seconds_ = 0;

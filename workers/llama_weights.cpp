@@ -99,6 +99,30 @@ std::vector<Part> qkv_parts(const std::string& attn, const std::string& suffix,
           {attn + "v_proj." + suffix, config.kv_dim(), kv}};
 }
 
+// A MoE layer's router (whole on every rank) and experts (this rank's I/tp
+// slice of each), under Hugging Face's names: Mixtral's
+// block_sparse_moe.{gate, experts.E.w1 (gate), w3 (up), w2 (down)},
+// Qwen3-MoE's mlp.{gate, experts.E.gate_proj, up_proj, down_proj}.
+void load_experts(const CheckpointReader& reader, const ModelConfig& config,
+                  const std::string& prefix, RowSlice mine, Backend& backend,
+                  LlamaLayerWeights& w) {
+  const int64_t C = config.hidden_size, I = config.intermediate_size, E = config.num_experts;
+  const bool mixtral = config.architecture == "MixtralForCausalLM";
+  const std::string block = prefix + (mixtral ? "block_sparse_moe." : "mlp.");
+  const char* gate = mixtral ? "w1.weight" : "gate_proj.weight";
+  const char* up = mixtral ? "w3.weight" : "up_proj.weight";
+  const char* down = mixtral ? "w2.weight" : "down_proj.weight";
+  w.router = to_backend(backend, reader.read_f32(block + "gate.weight", matrix(E, C)));
+  for (int64_t e = 0; e < E; ++e) {
+    const std::string expert = block + "experts." + std::to_string(e) + ".";
+    w.expert_gate_up.push_back(to_backend_matrix(
+        backend, read_stacked(reader, {{expert + gate, I, mine}, {expert + up, I, mine}}, C,
+                              /*is_vector=*/false)));
+    w.expert_down.push_back(to_backend_matrix(
+        backend, read_columns(reader, expert + down, C, I, mine.begin, mine.end)));
+  }
+}
+
 LlamaLayerWeights load_layer(const CheckpointReader& reader, const ModelConfig& config,
                              const ShardLayout& layout, int layer, Backend& backend) {
   const int64_t C = config.hidden_size, I = config.intermediate_size;
@@ -126,6 +150,10 @@ LlamaLayerWeights load_layer(const CheckpointReader& reader, const ModelConfig& 
                                               layout.q_heads.end() * int64_t{layout.head_dim}));
   w.mlp_norm =
       to_backend(backend, reader.read_f32(prefix + "post_attention_layernorm.weight", vector_of(C)));
+  if (config.is_moe()) {
+    load_experts(reader, config, prefix, mine, backend, w);
+    return w;
+  }
   w.gate_up = to_backend_matrix(backend, read_stacked(reader,
                                                {{mlp + "gate_proj.weight", I, mine},
                                                 {mlp + "up_proj.weight", I, mine}},
@@ -247,6 +275,12 @@ class DummyFactory {
     }
     return to_backend_matrix(backend_, host);
   }
+  // A whole (rows, cols) f32 matrix of normal(0, stddev) values.
+  Buffer f32_matrix(int64_t rows, int64_t cols, uint64_t tensor_id, float stddev) {
+    std::span<float> host = staging(rows * cols);
+    fill_normal(host, stddev, seed_, tensor_id);
+    return to_backend(backend_, host);
+  }
   Buffer ones(int64_t n) {
     std::span<float> host = staging(n);
     std::fill(host.begin(), host.end(), 1.0f);
@@ -271,6 +305,14 @@ class DummyFactory {
 
 }  // namespace
 
+std::vector<MoeExpertWeights> LlamaLayerWeights::expert_views() const {
+  std::vector<MoeExpertWeights> views;
+  for (size_t e = 0; e < expert_gate_up.size(); ++e) {
+    views.push_back({expert_gate_up[e].view(), expert_down[e].view()});
+  }
+  return views;
+}
+
 int64_t LlamaWeights::bytes_read_per_step() const {
   // Every layer matrix, bias and norm is read in full each step; so is the
   // LM head (tied or not, once). The embedding is only gathered, T rows of
@@ -280,7 +322,10 @@ int64_t LlamaWeights::bytes_read_per_step() const {
   for (const LlamaLayerWeights& l : layers) {
     total += bytes(l.attn_norm) + bytes(l.qkv) + bytes(l.qkv_bias) + bytes(l.q_norm) +
              bytes(l.k_norm) + bytes(l.o_proj) +
-             bytes(l.mlp_norm) + bytes(l.gate_up) + bytes(l.down_proj);
+             bytes(l.mlp_norm) + bytes(l.gate_up) + bytes(l.down_proj) + bytes(l.router);
+    for (size_t e = 0; e < l.expert_gate_up.size(); ++e) {
+      total += bytes(l.expert_gate_up[e]) + bytes(l.expert_down[e]);
+    }
   }
   return static_cast<int64_t>(total);
 }
@@ -346,9 +391,25 @@ LlamaWeights make_dummy_weights(const ModelConfig& config, uint64_t seed, Backen
     l.o_proj = make.column_slice(C, q_dim, id + 1, layout.q_heads.begin * D,
                                  layout.q_heads.end() * D);
     l.mlp_norm = make.ones(C);
-    l.gate_up = make.row_slices(2 * I, C, id + 2, gate_up_mine);
-    l.down_proj = make.column_slice(C, I, id + 3, layout.intermediate.begin,
-                                    layout.intermediate.end());
+    if (config.is_moe()) {
+      // Experts' ids lie above 2^32, clear of the dense tensors'. The router
+      // is replicated and f32 (llama_weights.h), its std 1 so that tokens
+      // spread over the experts rather than ride near-ties.
+      const int64_t E = config.num_experts;
+      const uint64_t base = (uint64_t{1} << 32) + static_cast<uint64_t>(layer * (2 * E + 1));
+      l.router = make.f32_matrix(E, C, base, 1.0f);
+      for (int64_t e = 0; e < E; ++e) {
+        l.expert_gate_up.push_back(
+            make.row_slices(2 * I, C, base + 1 + 2 * static_cast<uint64_t>(e), gate_up_mine));
+        l.expert_down.push_back(make.column_slice(C, I, base + 2 + 2 * static_cast<uint64_t>(e),
+                                                  layout.intermediate.begin,
+                                                  layout.intermediate.end()));
+      }
+    } else {
+      l.gate_up = make.row_slices(2 * I, C, id + 2, gate_up_mine);
+      l.down_proj = make.column_slice(C, I, id + 3, layout.intermediate.begin,
+                                      layout.intermediate.end());
+    }
     w.layers.push_back(std::move(l));
   }
   w.final_norm = make.ones(C);

@@ -19,6 +19,10 @@
 //              every rank's LM-head output has the same width
 //   norms      replicated; so are q_norm and k_norm (Qwen3), which weight
 //              each head's D values alike, whichever rank holds the head
+//   MoE        (Mixtral, Qwen3-MoE) the router replicated; every expert's
+//              gate_up and down split like the dense MLP's (its I/tp rows,
+//              columns), so each rank runs every expert on its slice and the
+//              layer's output is all-reduced once, as the dense MLP's
 #pragma once
 
 #include <cstdint>
@@ -26,6 +30,7 @@
 #include <vector>
 
 #include "kernels/backend.h"
+#include "kernels/moe.h"
 #include "workers/model_config.h"
 #include "workers/tensor_parallel.h"
 
@@ -41,8 +46,16 @@ struct LlamaLayerWeights {
   Buffer k_norm;     // (D), shared by every key head, or empty
   Buffer o_proj;     // (C, q_dim)
   Buffer mlp_norm;   // (C)
-  Buffer gate_up;    // (2I, C), local I
-  Buffer down_proj;  // (C, I)
+  Buffer gate_up;    // (2I, C), local I; empty in a MoE layer
+  Buffer down_proj;  // (C, I); empty in a MoE layer
+  // Sparse MoE layers only (ModelConfig::is_moe). The router is f32 on every
+  // backend: an (E, C) matrix is small, and rounding it to bf16 could
+  // reorder a token's near-tied experts.
+  Buffer router;                       // (E, C) f32, replicated
+  std::vector<Buffer> expert_gate_up;  // E of (2I, C): [W_gate; W_up], local I
+  std::vector<Buffer> expert_down;     // E of (C, I)
+  // Views of the experts for moe_experts(); empty when dense.
+  std::vector<MoeExpertWeights> expert_views() const;
 };
 
 struct LlamaWeights {
@@ -54,7 +67,9 @@ struct LlamaWeights {
   // 0 for dummy weights.
   int64_t checkpoint_bytes_read = 0;
   WeightView lm_head_or_embed() const { return lm_head.empty() ? embed.view() : lm_head.view(); }
-  // Bytes of weights one forward step reads (the LM head once even if tied).
+  // Bytes of weights one forward step reads (the LM head once even if tied;
+  // every expert of a MoE layer, which a step reads when its tokens choose
+  // them all, so a MoE decode step of few tokens reads less).
   int64_t bytes_read_per_step() const;
 };
 

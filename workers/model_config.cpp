@@ -24,7 +24,7 @@ namespace {
 
 using nlohmann::json;
 
-enum class Architecture { llama, mistral, qwen2, qwen3 };
+enum class Architecture { llama, mistral, qwen2, qwen3, mixtral, qwen3_moe };
 
 // Every message starts with the file and the key, and ends with what to do.
 [[noreturn]] void fail(ErrorKind kind, const std::string& source, const std::string& key,
@@ -102,10 +102,12 @@ Architecture read_architecture(const json& root, const std::string& source, std:
       {"MistralForCausalLM", Architecture::mistral},
       {"Qwen2ForCausalLM", Architecture::qwen2},
       {"Qwen3ForCausalLM", Architecture::qwen3},
+      {"MixtralForCausalLM", Architecture::mixtral},
+      {"Qwen3MoeForCausalLM", Architecture::qwen3_moe},
   };
   const char* const hint =
-      "Tandem serves LlamaForCausalLM, MistralForCausalLM, Qwen2ForCausalLM and "
-      "Qwen3ForCausalLM checkpoints";
+      "Tandem serves LlamaForCausalLM, MistralForCausalLM, Qwen2ForCausalLM, "
+      "Qwen3ForCausalLM, MixtralForCausalLM and Qwen3MoeForCausalLM checkpoints";
   const json* list = find_key(root, "architectures");
   if (list == nullptr || !list->is_array() || list->empty()) {
     fail(ErrorKind::invalid_argument, source, "architectures",
@@ -211,6 +213,23 @@ void reject_unsupported(const json& root, const std::string& source, Architectur
     fail(ErrorKind::unsupported, source, "mlp_bias", "MLP biases are not implemented",
          "use a checkpoint with mlp_bias false");
   }
+  // Other families' features, refused by their keys whatever the
+  // architecture claims: DeepSeek-style latent attention (MLA) and shared
+  // experts (Qwen2-MoE, DeepSeek) change the layer's math.
+  for (const char* key : {"kv_lora_rank", "q_lora_rank"}) {
+    if (find_key(root, key) != nullptr) {
+      fail(ErrorKind::unsupported, source, key,
+           "multi-head latent attention (MLA) is not implemented",
+           "Tandem's attention is grouped-query attention over q/k/v projections");
+    }
+  }
+  for (const char* key : {"shared_expert_intermediate_size", "n_shared_experts"}) {
+    const json* value = find_key(root, key);
+    if (value != nullptr && !(value->is_number() && value->get<double>() == 0.0)) {
+      fail(ErrorKind::unsupported, source, key, "shared experts are not implemented",
+           "Tandem's MoE layers are routed experts only (Mixtral, Qwen3-MoE)");
+    }
+  }
   // Llama's (and Qwen3's) attention_bias also biases o_proj, for which the
   // weight layout has no slot; Qwen2 biases q/k/v only, which is what
   // LlamaLayerWeights holds.
@@ -224,7 +243,8 @@ void reject_unsupported(const json& root, const std::string& source, Architectur
   // position the model supports. A missing key (not null) means
   // MistralConfig's default window of 4096. Qwen's max_window_layers only
   // says which layers slide, so it matters only when this check passes.
-  const bool qwen = arch == Architecture::qwen2 || arch == Architecture::qwen3;
+  const bool qwen = arch == Architecture::qwen2 || arch == Architecture::qwen3 ||
+                    arch == Architecture::qwen3_moe;
   bool window_on = read_bool(root, source, "use_sliding_window", !qwen);
   std::optional<int> window;
   if (!root.contains("sliding_window")) {
@@ -244,7 +264,47 @@ void reject_unsupported(const json& root, const std::string& source, Architectur
   }
 }
 
+// The experts of MixtralForCausalLM (num_local_experts, intermediate_size
+// per expert, always renormalised top-k) and Qwen3MoeForCausalLM
+// (num_experts, moe_intermediate_size, norm_topk_prob). Router losses
+// (router_aux_loss_coef, output_router_logits, router_jitter_noise) are
+// training-only and ignored.
+void read_moe(const json& root, const std::string& source, Architecture arch, ModelConfig& c) {
+  const bool mixtral = arch == Architecture::mixtral;
+  const std::string experts_key = mixtral ? "num_local_experts" : "num_experts";
+  // Hugging Face's defaults: MixtralConfig 8 experts top-2; Qwen3MoeConfig
+  // 128 experts top-8, norm_topk_prob false.
+  c.num_experts = positive_int(root, source, experts_key, mixtral ? 8 : 128);
+  c.moe_top_k = positive_int(root, source, "num_experts_per_tok", mixtral ? 2 : 8);
+  if (c.moe_top_k > c.num_experts) {
+    fail(ErrorKind::invalid_argument, source, "num_experts_per_tok",
+         std::to_string(c.moe_top_k) + " is more than " + experts_key + " " +
+             std::to_string(c.num_experts),
+         kCheckHint);
+  }
+  c.moe_norm_topk_prob = mixtral || read_bool(root, source, "norm_topk_prob", false);
+  if (mixtral) return;
+  // Qwen3-MoE may keep some layers dense: those in mlp_only_layers, and all
+  // but every decoder_sparse_step-th. Tandem's layers are all alike.
+  if (const json* step = find_key(root, "decoder_sparse_step");
+      step != nullptr && read_integer(*step, source, "decoder_sparse_step") != 1) {
+    fail(ErrorKind::unsupported, source, "decoder_sparse_step",
+         "dense layers between sparse ones (step " + step->dump() + ") are not implemented",
+         "Tandem runs Qwen3-MoE checkpoints whose every layer is sparse (decoder_sparse_step 1)");
+  }
+  if (const json* dense = find_key(root, "mlp_only_layers");
+      dense != nullptr && !(dense->is_array() && dense->empty())) {
+    fail(ErrorKind::unsupported, source, "mlp_only_layers",
+         "dense layers " + dense->dump() + " among the sparse ones are not implemented",
+         "Tandem runs Qwen3-MoE checkpoints whose every layer is sparse (mlp_only_layers [])");
+  }
+}
+
 }  // namespace
+
+const char* ModelConfig::intermediate_key() const {
+  return architecture == "Qwen3MoeForCausalLM" ? "moe_intermediate_size" : "intermediate_size";
+}
 
 int64_t ModelConfig::parameter_count() const {
   const int64_t C = hidden_size, I = intermediate_size, V = vocab_size;
@@ -254,8 +314,15 @@ int64_t ModelConfig::parameter_count() const {
                       + (attention_bias ? qkv_rows : 0)
                       + (qk_norm ? 2 * static_cast<int64_t>(head_dim) : 0)
                       + C * q_dim()                // o_proj
-                      + 3 * C * I;                 // gate, up, down
+                      + (is_moe() ? num_experts * (C + 3 * C * I)  // router row, expert
+                                  : 3 * C * I);    // gate, up, down
   return V * C + num_layers * per_layer + C + (tie_word_embeddings ? 0 : V * C);
+}
+
+int64_t ModelConfig::active_parameter_count() const {
+  const int64_t unused_experts = is_moe() ? num_experts - moe_top_k : 0;
+  const int64_t expert = 3 * int64_t{hidden_size} * intermediate_size;
+  return parameter_count() - num_layers * unused_experts * expert;
 }
 
 ModelConfig parse_model_config(const std::string& json_text, const std::string& source_name) {
@@ -268,7 +335,10 @@ ModelConfig parse_model_config(const std::string& json_text, const std::string& 
   ModelConfig c;
   Architecture arch = read_architecture(root, src, &c.architecture);
   c.hidden_size = positive_int(root, src, "hidden_size", std::nullopt);
-  c.intermediate_size = positive_int(root, src, "intermediate_size", std::nullopt);
+  // Qwen3-MoE's intermediate_size is that of the dense layers it refuses.
+  c.intermediate_size = positive_int(
+      root, src, arch == Architecture::qwen3_moe ? "moe_intermediate_size" : "intermediate_size",
+      std::nullopt);
   c.num_layers = positive_int(root, src, "num_hidden_layers", std::nullopt);
   c.num_heads = positive_int(root, src, "num_attention_heads", std::nullopt);
   c.num_kv_heads = positive_int(root, src, "num_key_value_heads", c.num_heads);
@@ -295,7 +365,8 @@ ModelConfig parse_model_config(const std::string& json_text, const std::string& 
   // Qwen2's attention hard-codes q/k/v biases; Llama reads the key.
   c.attention_bias = arch == Architecture::qwen2 || read_bool(root, src, "attention_bias", false);
   // Qwen3's attention always has q_norm and k_norm; no config key turns them off.
-  c.qk_norm = arch == Architecture::qwen3;
+  c.qk_norm = arch == Architecture::qwen3 || arch == Architecture::qwen3_moe;
+  if (arch == Architecture::mixtral || arch == Architecture::qwen3_moe) read_moe(root, src, arch, c);
   std::vector<int> bos = read_token_ids(root, src, "bos_token_id", c.vocab_size);
   if (bos.size() > 1) {
     fail(ErrorKind::invalid_argument, src, "bos_token_id", "must be a single token id", kCheckHint);

@@ -49,7 +49,9 @@ ShardLayout shard_layout(const ModelConfig& config, const TensorShard& shard) {
            " of " + model + ". Hint: choose a TP size that divides " + str(H);
   });
   require(I % tp == 0, ErrorKind::invalid_argument, [&] {
-    return "tensor-parallel size " + str(tp) + " does not divide intermediate_size " + str(I) +
+    // A MoE model splits every expert's FFN alike, so its expert size must divide.
+    return "tensor-parallel size " + str(tp) + " does not divide " + config.intermediate_key() +
+           " " + str(I) + (config.is_moe() ? " (each expert's FFN is split like a dense MLP)" : "") +
            " of " + model + ". Hint: choose a TP size that divides " + str(I);
   });
   if (K >= tp) {

@@ -1,6 +1,7 @@
 #!/usr/bin/env python3
-"""An independent Llama-family forward pass in NumPy (Llama, Qwen2, Qwen3),
-and the checkpoints it checks.
+"""An independent Llama-family forward pass in NumPy (Llama, Qwen2, Qwen3, and
+the sparse mixture-of-experts Mixtral and Qwen3-MoE), and the checkpoints it
+checks.
 
 Writes into OUT_DIR, for each variant, a small random Hugging Face checkpoint
 (config.json + safetensors written by hand here) and `scenario.json`: a list
@@ -12,7 +13,14 @@ and compares.
 The reference shares no code or layout with the C++ side: it recomputes every
 sequence from position 0 in float64 (no KV cache), uses Hugging Face tensor
 names and shapes directly, and applies RoPE by building the rotation the way
-Hugging Face's LlamaRotaryEmbedding describes it.
+Hugging Face's LlamaRotaryEmbedding describes it. A MoE layer follows
+transformers' MixtralSparseMoeBlock / Qwen3MoeSparseMoeBlock: softmax over the
+router logits, the top-k probabilities (renormalised: Mixtral always,
+Qwen3-MoE when norm_topk_prob), each token's experts' SwiGLU outputs summed
+with those weights. Routing near-ties are avoided: when any token of the
+scenario has its k-th and (k+1)-th router logits within TIE_MARGIN (float32
+arithmetic could order them otherwise), the variant's weights and scenario
+are drawn again; the attempts taken are written as "draws".
 
 Usage: llama_reference.py OUT_DIR
 """
@@ -52,6 +60,34 @@ VARIANTS = {
         rope_scaling=None, attention_bias=False, use_sliding_window=False, sliding_window=None,
         max_window_layers=3, tie_word_embeddings=True, bos_token_id=4, eos_token_id=7,
         dtype="F32", shards=1),
+    # Mixtral: 8 experts, top-2 (always renormalised), per-expert tensors
+    # block_sparse_moe.experts.E.w1/w3/w2 and the router block_sparse_moe.gate,
+    # BF16 sharded over three files (an expert's tensors may straddle files).
+    "mixtral_moe": dict(
+        architectures=["MixtralForCausalLM"], hidden_size=64, intermediate_size=48,
+        num_local_experts=8, num_experts_per_tok=2, num_hidden_layers=3,
+        num_attention_heads=8, num_key_value_heads=2, vocab_size=89,
+        max_position_embeddings=64, rms_norm_eps=1e-5, rope_theta=1000000.0,
+        sliding_window=None, router_aux_loss_coef=0.02, tie_word_embeddings=False,
+        bos_token_id=1, eos_token_id=2, dtype="BF16", shards=3),
+    # Qwen3-MoE: 16 experts, top-4 with norm_topk_prob, Qwen3's q/k norms,
+    # mlp.experts.E.gate_proj/up_proj/down_proj, moe_intermediate_size 32
+    # (intermediate_size, the dense layers' width, unused), F32 in one file.
+    "qwen3_moe": dict(
+        architectures=["Qwen3MoeForCausalLM"], hidden_size=64, intermediate_size=96,
+        moe_intermediate_size=32, num_experts=16, num_experts_per_tok=4, norm_topk_prob=True,
+        decoder_sparse_step=1, mlp_only_layers=[], num_hidden_layers=2,
+        num_attention_heads=4, num_key_value_heads=2, head_dim=32, vocab_size=79,
+        max_position_embeddings=64, rms_norm_eps=1e-6, rope_theta=1000000.0,
+        rope_scaling=None, attention_bias=False, use_sliding_window=False,
+        sliding_window=None, tie_word_embeddings=False, bos_token_id=4, eos_token_id=7,
+        dtype="F32", shards=1),
+}
+
+TIE_MARGIN = 1e-3
+MOE_NAMES = {  # architecture: (block, router, gate, up, down)
+    "MixtralForCausalLM": ("block_sparse_moe", "gate", "w1", "w3", "w2"),
+    "Qwen3MoeForCausalLM": ("mlp", "gate", "gate_proj", "up_proj", "down_proj"),
 }
 
 # Steps of the ragged batch, the same for every variant. Each op is
@@ -74,7 +110,9 @@ def make_scenario(rng, vocab):
 
 # The tensors a bf16 backend stores in bf16 (workers/llama_weights.cpp's
 # to_backend_matrix); everything else stays f32.
-MATRIX_SUFFIXES = ("proj.weight", "embed_tokens.weight", "lm_head.weight")
+# (A MoE router, "gate.weight", stays f32.)
+MATRIX_SUFFIXES = ("proj.weight", "embed_tokens.weight", "lm_head.weight", "w1.weight",
+                   "w2.weight", "w3.weight")
 
 
 def bf16_round(x):
@@ -89,7 +127,8 @@ def make_weights(cfg, rng):
     H, K = cfg["num_attention_heads"], cfg["num_key_value_heads"]
     D = cfg.get("head_dim", C // H)
     bias = cfg["architectures"][0] == "Qwen2ForCausalLM"
-    qk_norm = cfg["architectures"][0] == "Qwen3ForCausalLM"
+    qk_norm = cfg["architectures"][0] in ("Qwen3ForCausalLM", "Qwen3MoeForCausalLM")
+    moe = MOE_NAMES.get(cfg["architectures"][0])
     n = lambda *shape, s=0.2: (rng.standard_normal(shape) * s).astype(np.float32)
     w = {"model.embed_tokens.weight": n(V, C, s=1.0), "model.norm.weight": 1 + n(C, s=0.1)}
     for l in range(cfg["num_hidden_layers"]):
@@ -106,12 +145,26 @@ def make_weights(cfg, rng):
         if qk_norm:  # one (D) weight each, shared by all heads; far from ones
             w[p + "self_attn.q_norm.weight"] = 1 + n(D, s=0.5)
             w[p + "self_attn.k_norm.weight"] = 1 + n(D, s=0.5)
+        if moe:
+            block, router, gate, up, down = moe
+            E, I_e = num_experts(cfg), cfg.get("moe_intermediate_size", I)
+            w[p + f"{block}.{router}.weight"] = n(E, C, s=0.5)  # spread, not near-tied
+            for e in range(E):
+                x = p + f"{block}.experts.{e}."
+                w[x + f"{gate}.weight"] = n(I_e, C)
+                w[x + f"{up}.weight"] = n(I_e, C)
+                w[x + f"{down}.weight"] = n(C, I_e)
+            continue
         w[p + "mlp.gate_proj.weight"] = n(I, C)
         w[p + "mlp.up_proj.weight"] = n(I, C)
         w[p + "mlp.down_proj.weight"] = n(C, I)
     if not cfg["tie_word_embeddings"]:
         w["lm_head.weight"] = n(V, C)
     return w
+
+
+def num_experts(cfg):
+    return cfg.get("num_local_experts", cfg.get("num_experts"))
 
 
 def write_safetensors(path, tensors, dtype):
@@ -136,8 +189,10 @@ def write_safetensors(path, tensors, dtype):
 def write_checkpoint(out_dir, cfg, weights):
     os.makedirs(out_dir, exist_ok=True)
     config = {k: v for k, v in cfg.items() if k not in ("dtype", "shards")}
-    config["model_type"] = {"Qwen2ForCausalLM": "qwen2", "Qwen3ForCausalLM": "qwen3"}.get(
-        cfg["architectures"][0], "llama")
+    config["model_type"] = {"Qwen2ForCausalLM": "qwen2", "Qwen3ForCausalLM": "qwen3",
+                            "MixtralForCausalLM": "mixtral",
+                            "Qwen3MoeForCausalLM": "qwen3_moe"}.get(cfg["architectures"][0],
+                                                                     "llama")
     with open(os.path.join(out_dir, "config.json"), "w") as f:
         json.dump(config, f, indent=1)
     names = sorted(weights)
@@ -189,7 +244,33 @@ def rotate(x, positions, freq):
     return x * cos + rotated_half * sin
 
 
-def forward_full(cfg, w, tokens):
+def silu(v):
+    return v / (1 + np.exp(-v))
+
+
+def sparse_moe(cfg, g, p, h, margins):
+    """The MoE block on h (n, C); appends each token's routing margin."""
+    block, router, gate, up, down = MOE_NAMES[cfg["architectures"][0]]
+    k = cfg["num_experts_per_tok"]
+    logits = h @ g(p + f"{block}.{router}.weight").T                 # (n, E)
+    ordered = np.sort(logits, axis=-1)[:, ::-1]
+    margins.extend((ordered[:, k - 1] - ordered[:, k]).tolist())
+    probs = np.exp(logits - logits.max(axis=-1, keepdims=True))
+    probs /= probs.sum(axis=-1, keepdims=True)
+    chosen = np.argsort(-probs, axis=-1, kind="stable")[:, :k]      # (n, k)
+    weights = np.take_along_axis(probs, chosen, axis=-1)
+    if cfg["architectures"][0] == "MixtralForCausalLM" or cfg.get("norm_topk_prob"):
+        weights /= weights.sum(axis=-1, keepdims=True)
+    out = np.zeros_like(h)
+    for t in range(h.shape[0]):
+        for j in range(k):
+            x = p + f"{block}.experts.{chosen[t, j]}."
+            a = silu(h[t] @ g(x + f"{gate}.weight").T) * (h[t] @ g(x + f"{up}.weight").T)
+            out[t] += weights[t, j] * (a @ g(x + f"{down}.weight").T)
+    return out
+
+
+def forward_full(cfg, w, tokens, margins):
     """Logits (n, V) for every position of one whole sequence, float64."""
     C, H, K = cfg["hidden_size"], cfg["num_attention_heads"], cfg["num_key_value_heads"]
     D = cfg.get("head_dim", C // H)
@@ -220,6 +301,9 @@ def forward_full(cfg, w, tokens):
         attn = np.einsum("hqk,khd->qhd", probs, v).reshape(n, H * D)
         x = x + attn @ g(p + "self_attn.o_proj.weight").T
         h = rms_norm(x, g(p + "post_attention_layernorm.weight"), eps)
+        if cfg["architectures"][0] in MOE_NAMES:
+            x = x + sparse_moe(cfg, g, p, h, margins)
+            continue
         gate, up = h @ g(p + "mlp.gate_proj.weight").T, h @ g(p + "mlp.up_proj.weight").T
         x = x + (gate / (1 + np.exp(-gate)) * up) @ g(p + "mlp.down_proj.weight").T
     head = g("lm_head.weight") if "lm_head.weight" in w else g("model.embed_tokens.weight")
@@ -228,10 +312,26 @@ def forward_full(cfg, w, tokens):
 
 def build_variant(out_dir, name, cfg, seed):
     rng = np.random.default_rng(seed)
-    weights = make_weights(cfg, rng)
+    for draws in range(1, 21):  # a near-tie is rare (well under one draw in two)
+        margins = []
+        weights = make_weights(cfg, rng)
+        steps = run_scenario(cfg, weights, rng, margins)
+        if not margins or min(margins) > TIE_MARGIN:
+            break
+    else:
+        sys.exit(f"{name}: every draw had a routing near-tie")
     write_checkpoint(os.path.join(out_dir, name), cfg, weights)
+    with open(os.path.join(out_dir, name, "scenario.json"), "w") as f:
+        json.dump({"steps": steps, "draws": draws}, f)
+
+
+def run_scenario(cfg, weights, rng, margins):
     if cfg["dtype"] == "BF16":  # the reference sees exactly what the loader will
         weights = {k: bf16_round(v)[0] for k, v in weights.items()}
+        narrowed = None
+    elif cfg["architectures"][0] in MOE_NAMES:
+        # Not checked on a bf16 backend: bf16 arithmetic moves router logits
+        # by more than TIE_MARGIN, so a token's experts could differ.
         narrowed = None
     else:
         # What a bf16 backend holds after loading this f32 checkpoint: its
@@ -249,18 +349,17 @@ def build_variant(out_dir, name, cfg, seed):
             history.setdefault(seq, [])
             history[seq] = history[seq] + tokens
             wanted = range(len(history[seq]) - logit_count, len(history[seq]))
-            logits = forward_full(cfg, weights, np.array(history[seq]))
+            logits = forward_full(cfg, weights, np.array(history[seq]), margins)
             rows.extend(logits[i].tolist() for i in wanted)
             if narrowed is not None:
-                logits = forward_full(cfg, narrowed, np.array(history[seq]))
+                logits = forward_full(cfg, narrowed, np.array(history[seq]), [])
                 narrowed_rows.extend(logits[i].tolist() for i in wanted)
         step = {"sequences": [{"seq": s, "tokens": t, "logit_count": a} for s, t, a in op[1]],
                 "logits": rows}
         if narrowed is not None:
             step["logits_bf16_weights"] = narrowed_rows
         steps.append(step)
-    with open(os.path.join(out_dir, name, "scenario.json"), "w") as f:
-        json.dump({"steps": steps}, f)
+    return steps
 
 
 def main():

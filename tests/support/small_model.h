@@ -1,6 +1,7 @@
 // small_llama: the shape of the random models tests build (4 query heads over
 // 2 KV heads, so GQA is always exercised), in one place; small_qwen3 the same
-// with Qwen3's attention.
+// with Qwen3's attention; small_mixtral and small_qwen3_moe the same bodies
+// with sparse MoE layers.
 #pragma once
 
 #include "kernels/backend.h"
@@ -32,6 +33,33 @@ inline ModelConfig small_qwen3(int hidden, int layers, int vocab, int max_positi
   c.architecture = "Qwen3ForCausalLM";
   c.head_dim = hidden / 2;
   c.qk_norm = true;
+  return c;
+}
+
+// Mixtral's sparse layers on small_llama's attention: E experts of width
+// hidden (divisible by TP 2 and 4 at the usual hidden sizes), top_k per
+// token, always renormalised.
+inline ModelConfig small_mixtral(int hidden, int layers, int vocab, int max_positions, int E = 8,
+                                 int top_k = 2) {
+  ModelConfig c = small_llama(hidden, layers, vocab, max_positions);
+  c.architecture = "MixtralForCausalLM";
+  c.intermediate_size = hidden;
+  c.num_experts = E;
+  c.moe_top_k = top_k;
+  c.moe_norm_topk_prob = true;
+  return c;
+}
+
+// Qwen3-MoE's on small_qwen3's attention: many narrow experts (width
+// hidden / 2), top_k per token, renormalised when norm_topk_prob.
+inline ModelConfig small_qwen3_moe(int hidden, int layers, int vocab, int max_positions,
+                                   int E = 16, int top_k = 4, bool norm_topk_prob = true) {
+  ModelConfig c = small_qwen3(hidden, layers, vocab, max_positions);
+  c.architecture = "Qwen3MoeForCausalLM";
+  c.intermediate_size = hidden / 2;
+  c.num_experts = E;
+  c.moe_top_k = top_k;
+  c.moe_norm_topk_prob = norm_topk_prob;
   return c;
 }
 

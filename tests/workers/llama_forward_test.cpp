@@ -3,7 +3,7 @@
 // tests/reference/llama_reference.py writes small random checkpoints (GQA with
 // llama3 RoPE scaling in F32; Qwen2 biases with tied embeddings in sharded
 // BF16; Qwen3's per-head q/k norms with head_dim 32 over hidden size 64 and
-// tied embeddings in F32) and a scenario of ragged steps — prefills, multi-token verification
+// tied embeddings in F32; Mixtral's and Qwen3-MoE's sparse experts) and a scenario of ragged steps — prefills, multi-token verification
 // blocks, single-token decodes, truncations as after a rejected draft — with
 // the logits it computes by recomputing every sequence from position 0 in
 // float64. Here the same steps run through the paged KV cache in fp32.
@@ -130,6 +130,18 @@ TEST_P(LlamaForward, MatchesNumpyReferenceThroughPagedCache) {
 INSTANTIATE_TEST_SUITE_P(Variants, LlamaForward,
                          ::testing::Combine(::testing::Values("llama_gqa", "qwen2_bias", "qwen3_qk_norm"),
                                             ::testing::ValuesIn(kModes)),
+                         [](const ::testing::TestParamInfo<LlamaForward::ParamType>& param) {
+                           return std::get<0>(param.param) + "_" + std::get<1>(param.param).name;
+                         });
+
+// The sparse MoE variants (Mixtral 8 experts top-2 in sharded BF16,
+// Qwen3-MoE 16 experts top-4 with norm_topk_prob in F32) in f32 only: a bf16
+// backend's arithmetic moves router logits by more than the reference's
+// routing margin (1e-3), so a token could pick other experts and the
+// logits differ by far more than any rounding.
+INSTANTIATE_TEST_SUITE_P(MoeVariants, LlamaForward,
+                         ::testing::Combine(::testing::Values("mixtral_moe", "qwen3_moe"),
+                                            ::testing::Values(kModes[0], kModes[1])),
                          [](const ::testing::TestParamInfo<LlamaForward::ParamType>& param) {
                            return std::get<0>(param.param) + "_" + std::get<1>(param.param).name;
                          });

@@ -125,14 +125,58 @@ TEST_P(SpeculativeEngineTest, Qwen3GreedyOutputEqualsPlainGreedy) {
   EXPECT_EQ(draft.cache.used_blocks(), 0);
 }
 
+// The same with sparse MoE targets (Mixtral's 8 experts top-2; Qwen3-MoE's
+// 16 top-4, normalised and not) and dense drafts: routing is per token, so
+// a token's experts, and its logits, do not depend on its batch mates; and
+// seeded sampling replays, alone or in a batch.
+TEST_P(SpeculativeEngineTest, MoeTargetGreedyOutputEqualsPlainGreedyAndSeededReplays) {
+  auto backend = make_test_backend();
+  const ModelConfig targets[] = {test_support::small_mixtral(64, 2, 96, 256),
+                                 test_support::small_qwen3_moe(64, 2, 96, 256),
+                                 test_support::small_qwen3_moe(64, 2, 96, 256, 16, 4, false)};
+  for (const ModelConfig& config : targets) {
+    SCOPED_TRACE(config.architecture + (config.moe_norm_topk_prob ? " normalised" : ""));
+    Model target(*backend, config, 3);
+    Model draft(*backend, config.qk_norm ? test_support::small_qwen3(32, 1, 96, 256)
+                                         : config_of(32, 1), 4);
+    ModelDrafter drafter(draft.model, draft.cache);
+    SamplingParams greedy;
+    greedy.temperature = 0;
+    for (size_t i = 0; i < prompts().size(); ++i) {
+      const std::vector<int32_t> expected = plain(target, prompts()[i], 30, greedy);
+      for (int gamma : {1, 4}) {
+        const auto alone =
+            speculative(target, drafter, {prompts()[i]}, 30, greedy, GammaPolicy{false, gamma});
+        EXPECT_EQ(alone[0].tokens, expected) << "prompt " << i << ", gamma " << gamma;
+      }
+    }
+    SamplingParams sampled;
+    sampled.temperature = 1.0f;
+    sampled.seed = 2024;
+    const auto batch = speculative(target, drafter, prompts(), 25, sampled, GammaPolicy{false, 3});
+    const auto again = speculative(target, drafter, prompts(), 25, sampled, GammaPolicy{false, 3});
+    for (size_t i = 0; i < prompts().size(); ++i) {
+      EXPECT_EQ(again[i].tokens, batch[i].tokens) << "prompt " << i;
+      const auto alone =
+          speculative(target, drafter, {prompts()[i]}, 25, sampled, GammaPolicy{false, 3});
+      EXPECT_EQ(alone[0].tokens, batch[i].tokens) << "prompt " << i;
+    }
+    EXPECT_EQ(target.cache.used_blocks(), 0);
+    EXPECT_EQ(draft.cache.used_blocks(), 0);
+  }
+}
+
 // The property the exact tests here rest on: a token's logits are the same
 // bits whether its row is decoded alone, verified in a block, or computed
 // beside another sequence's rows in the same forward pass (up to 64 rows on
 // CUDA), with step graphs on and off.
 TEST_P(SpeculativeEngineTest, ForwardIsBatchInvariant) {
   auto backend = make_test_backend();
-  // Llama's attention, and Qwen3's with its per-head q/k norms.
-  for (const ModelConfig& config : {config_of(64, 2), test_support::small_qwen3(64, 2, 96, 256)}) {
+  // Llama's attention, Qwen3's with its per-head q/k norms, and MoE layers
+  // (Mixtral's, Qwen3-MoE's), whose routing is per token.
+  for (const ModelConfig& config :
+       {config_of(64, 2), test_support::small_qwen3(64, 2, 96, 256),
+        test_support::small_mixtral(64, 2, 96, 256), test_support::small_qwen3_moe(64, 2, 96, 256)}) {
     SCOPED_TRACE(config.architecture);
     const int V = config.vocab_size;
     const std::vector<int32_t> prompt{1, 2, 3, 4, 5}, block{9, 8, 7, 6, 5, 4};

@@ -1,5 +1,5 @@
 // Tensor parallelism: TP 1, 2 and 4, run as threads over ThreadCommunicator,
-// must compute the unsplit model's logits (within the tolerance of
+// must compute the unsplit model's logits (dense and sparse MoE models) (within the tolerance of
 // tests/support/tensor_parallel_scenario.h) and choose its tokens exactly.
 // tests/workers/mpi/ runs the same scenarios as MPI processes.
 #include <gtest/gtest.h>
@@ -100,6 +100,12 @@ TEST(ShardLayout, IncompatibleSizesNameTheNumbers) {
   using test_support::expect_invalid;
   expect_invalid([] { layout_of(heads(8, 4, 96, 40), 0, 3); }, "num_attention_heads 8");
   expect_invalid([] { layout_of(heads(8, 4, 36, 40), 0, 8); }, "intermediate_size 36");
+  // A MoE model's experts split like the dense MLP: their width must divide.
+  ModelConfig moe = test_support::small_qwen3_moe(64, 2, 64, 64);
+  moe.intermediate_size = 34;
+  expect_invalid([&] { layout_of(moe, 0, 4); }, "does not divide moe_intermediate_size 34");
+  expect_invalid([&] { layout_of(moe, 0, 4); }, "each expert's FFN");
+  EXPECT_EQ(layout_of(moe, 1, 2).intermediate.count, 17);
   expect_invalid([] { layout_of(heads(12, 4, 48, 40), 0, 6); }, "num_key_value_heads 4");
   expect_invalid([] { layout_of(heads(12, 6, 48, 40), 0, 4); }, "num_key_value_heads 6");
   expect_invalid([] { shard_layout(heads(8, 4, 96, 40), {0, 2, nullptr}); }, "communicator");
@@ -161,6 +167,64 @@ TEST(TensorParallel, Qwen3QkNormsOnSplitHeads) {
   // norms; K 2 is split at TP 2 and replicated at TP 4.
   const ModelConfig c = test_support::qwen3_heads(4, 2, 96, 64);
   expect_same_logits(c, test_support::dummy_with_qk_norms(c, 6), {2, 4});
+}
+
+TEST(TensorParallel, MoeExpertsSplitLikeTheDenseMlp) {
+  // Router replicated, every expert's I split (Qwen3-MoE's 16 experts of
+  // width 32: 16 and 8 per rank; Mixtral's 8 of width 64), one all-reduce.
+  for (const ModelConfig& c : {test_support::small_qwen3_moe(64, 2, 64, 64),
+                               test_support::small_mixtral(64, 2, 64, 64)}) {
+    SCOPED_TRACE(c.architecture);
+    expect_same_logits(c, dummy(c, 8), {2, 4});
+  }
+}
+
+TEST(TensorParallel, MoeGreedyAndSampledDecodingMatchUnsplit) {
+  const ModelConfig c = test_support::small_qwen3_moe(64, 2, 64, 128);
+  const std::vector<int32_t> prompt{3, 1, 4, 1, 5, 9, 2, 6};
+  for (const SamplingParams& params : test_support::greedy_and_sampled(77)) {
+    const std::vector<int32_t> expected =
+        test_support::decode_unsplit(c, dummy(c, 8), prompt, params, 24);
+    ASSERT_EQ(expected.size(), 24u);
+    for (int tp : {1, 2, 4}) {
+      std::vector<int32_t> got;
+      run_ranks(tp, [&](Communicator& comm) {
+        auto out = test_support::decode_in_lockstep(comm, c, dummy(c, 8), prompt, params, 24);
+        if (comm.rank() == 0) got = out;
+      });
+      EXPECT_EQ(got, expected) << "TP " << tp << ", temperature " << params.temperature;
+    }
+  }
+}
+
+TEST(TensorParallel, MoeShardsHoldTheirSliceOfEveryExpert) {
+  const ModelConfig c = test_support::small_qwen3_moe(64, 2, 64, 64);  // I 32
+  auto backend = make_cpu_backend();
+  const LlamaWeights whole = make_dummy_weights(c, 9, *backend);
+  run_ranks(2, [&](Communicator& comm) {
+    auto be = make_cpu_backend();
+    const LlamaWeights part = make_dummy_weights(c, 9, *be, shard_of(comm));
+    const int r = comm.rank();
+    const LlamaLayerWeights& mine = part.layers[1];
+    const LlamaLayerWeights& all = whole.layers[1];
+    ASSERT_EQ(mine.expert_down.size(), 16u);
+    // The router whole on each rank.
+    ASSERT_EQ(std::memcmp(mine.router.data(), all.router.data(), 16 * 64 * 4), 0);
+    for (size_t e : {size_t{0}, size_t{15}}) {
+      // gate_up (2I, C): rows [16r, 16r + 16) of W_gate, then of W_up.
+      for (size_t half = 0; half < 2; ++half) {
+        ASSERT_EQ(std::memcmp(mine.expert_gate_up[e].data() + half * 16 * 64,
+                              all.expert_gate_up[e].data() + (half * 32 + 16 * r) * 64, 16 * 64 * 4),
+                  0);
+      }
+      // down (C, I): columns [16r, 16r + 16).
+      for (size_t row = 0; row < 64; ++row) {
+        ASSERT_EQ(std::memcmp(mine.expert_down[e].data() + row * 16,
+                              all.expert_down[e].data() + row * 32 + 16 * r, 16 * 4),
+                  0);
+      }
+    }
+  });
 }
 
 TEST(TensorParallel, DummyShardsAreSlicesOfTheUnsplitModel) {

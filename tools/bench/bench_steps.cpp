@@ -3,7 +3,10 @@
 // same as decoding one; this prints v(k) = t(k new tokens per sequence) /
 // t(1) for k = 1..9 at each batch size, and with a draft the cost ratio
 // c = t_draft(1) / t_target(1), so the assumption can be checked on the
-// machine at hand.
+// machine at hand. --compare-dummy times a second shape's table in the same
+// run (a sparse MoE model next to the dense model of its active size: a MoE
+// verification block's tokens pick more distinct experts than one token
+// does, so its v(k) grows faster).
 #include <algorithm>
 #include <chrono>
 #include <memory>
@@ -62,34 +65,52 @@ struct StepsFlags {
   int context = 64;
   int repeats = 9;
   int max_k = 9;
+  std::string compare_dummy;  // another shape, timed the same way
 };
+
+// v(k) = t(k) / t(1) for k = 2..max_k at every batch size, as a table.
+void print_table(LoadedModel& m, const StepsFlags& flags, const std::vector<int>& batches) {
+  const ModelConfig& c = m.model->config();
+  std::printf("%s: %lld parameters, %lld active per token, %.1f MB of %s weights (all of them) "
+              "per step; context %d tokens; median of %d\n\n",
+              c.architecture.c_str(), static_cast<long long>(c.parameter_count()),
+              static_cast<long long>(c.active_parameter_count()),
+              m.model->weights().bytes_read_per_step() / 1e6,
+              dtype_name(m.model->backend().weight_dtype()), flags.context, flags.repeats);
+  std::printf("| batch | t(1) ms |");
+  for (int k = 2; k <= flags.max_k; ++k) std::printf(" v(%d) |", k);
+  std::printf("\n|---|---|");
+  for (int k = 2; k <= flags.max_k; ++k) std::printf("---|");
+  std::printf("\n");
+  for (int batch : batches) {
+    const double t1 = step_seconds(m, batch, flags.context, 1, flags.repeats);
+    std::printf("| %d | %.2f |", batch, t1 * 1e3);
+    for (int k = 2; k <= flags.max_k; ++k)
+      std::printf(" %.2f |", step_seconds(m, batch, flags.context, k, flags.repeats) / t1);
+    std::printf("\n");
+    std::fflush(stdout);
+  }
+}
 
 int bench_steps(const StepsFlags& flags) {
   OpenModel open = open_model(flags.model);
   const int context = flags.context;
   const int repeats = flags.repeats;
-  const int max_k = flags.max_k;
   std::vector<int> batches;
   for (double batch : cli::parse_number_list("--batches", flags.batches))
     batches.push_back(static_cast<int>(batch));
-  const ModelConfig& c = open.target.model->config();
-  std::printf("target: %lld parameters, %.1f MB of %s weights read per step; context %d tokens; "
-              "median of %d\n\n",
-              static_cast<long long>(c.parameter_count()),
-              open.target.model->weights().bytes_read_per_step() / 1e6,
-              dtype_name(open.target.model->backend().weight_dtype()), context, repeats);
-  std::printf("| batch | t(1) ms |");
-  for (int k = 2; k <= max_k; ++k) std::printf(" v(%d) |", k);
-  std::printf("\n|---|---|");
-  for (int k = 2; k <= max_k; ++k) std::printf("---|");
-  std::printf("\n");
-  for (int batch : batches) {
-    const double t1 = step_seconds(open.target, batch, context, 1, repeats);
-    std::printf("| %d | %.2f |", batch, t1 * 1e3);
-    for (int k = 2; k <= max_k; ++k)
-      std::printf(" %.2f |", step_seconds(open.target, batch, context, k, repeats) / t1);
-    std::printf("\n");
-    std::fflush(stdout);
+  std::printf("target ");
+  print_table(open.target, flags, batches);
+  if (!flags.compare_dummy.empty()) {
+    ModelSpec spec;
+    spec.path = flags.compare_dummy;
+    spec.dummy = true;
+    spec.dummy_seed = static_cast<uint64_t>(flags.model.seed_weights);
+    spec.kv_blocks = flags.model.kv_blocks;
+    spec.block_size = flags.model.block_size;
+    LoadedModel other = load_model(spec, *open.backend);
+    std::printf("\ncompared ");
+    print_table(other, flags, batches);
   }
   if (open.draft) {
     const double target = step_seconds(open.target, 1, context, 1, repeats);
@@ -110,6 +131,9 @@ cli::Run define_steps(cli::Command& command) {
   cli::add_value(command, "--context", flags->context, "tokens each sequence already holds");
   cli::add_value(command, "--repeats", flags->repeats, "timed steps per cell; the median is shown");
   cli::add_value(command, "--max-k", flags->max_k, "v(k) for k = 2..this");
+  cli::add_value(command, "--compare-dummy", flags->compare_dummy,
+                 "a second config.json shape (dummy weights) whose table is timed in the same "
+                 "run, e.g. the dense model of a MoE target's active size");
   return [flags] { return bench_steps(*flags); };
 }
 

@@ -64,6 +64,16 @@ TEST(TensorParallelMpi, Qwen3QkNormsOnSplitHeads) {
   expect_same_logits(config, test_support::dummy_with_qk_norms(config, 6));
 }
 
+TEST(TensorParallelMpi, MoeExpertsSplitLikeTheDenseMlp) {
+  // Router replicated, every expert's width split: Qwen3-MoE's 16 experts
+  // top-4, and Mixtral's 8 top-2.
+  for (const ModelConfig& config : {test_support::small_qwen3_moe(64, 2, 64, 64),
+                                    test_support::small_mixtral(64, 2, 64, 64)}) {
+    SCOPED_TRACE(config.architecture);
+    expect_same_logits(config, test_support::dummy(config, 8));
+  }
+}
+
 TEST(TensorParallelMpi, TinyTargetGreedyAndSeededSamplingMatchUnsplit) {
   const ModelConfig config = load_model_config(test_support::kTinyTarget);
   const std::vector<int32_t> prompt =
