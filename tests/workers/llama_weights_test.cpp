@@ -406,9 +406,10 @@ TEST(DummyWeights, DeterministicInSeed) {
   }
 }
 
-// A ~24M-parameter model (the size of the tiny trained target) must build in
-// well under a second; this also checks the distribution on a big sample.
-TEST(DummyWeights, FastAndNormalWithStd002) {
+// A ~24M-parameter model (the size of the tiny trained target): the
+// distribution on a big sample. Its build time is printed, not asserted: a
+// shared test machine makes any limit either flaky or meaningless.
+TEST(DummyWeights, NormalWithStd002OnABigSample) {
   nlohmann::json j = {{"architectures", {"LlamaForCausalLM"}}, {"hidden_size", 512},
                       {"intermediate_size", 1536}, {"num_hidden_layers", 8},
                       {"num_attention_heads", 8}, {"vocab_size", 8192},
@@ -420,7 +421,6 @@ TEST(DummyWeights, FastAndNormalWithStd002) {
   double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   RecordProperty("dummy_seconds", std::to_string(seconds));
   std::printf("dummy weights: %.1fM params in %.3f s\n", c.parameter_count() / 1e6, seconds);
-  EXPECT_LT(seconds, 3.0);  // generous: the test machine may be shared
 
   std::vector<float> v = host(*backend, w.embed);
   double sum = 0, sum_sq = 0;
