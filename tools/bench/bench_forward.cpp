@@ -110,7 +110,8 @@ int bench_forward(const ForwardFlags& flags) {
   const bool cpu = backend.kind() == BackendKind::cpu;
   // On cpu, the streaming read is measured between the decode rounds, so
   // that both see the same machine.
-  const size_t stream_bytes = std::max<size_t>(8 * last_level_cache_bytes(), size_t{256} << 20);
+  const size_t stream_bytes =
+      std::clamp<size_t>(8 * last_level_cache_bytes(), size_t{256} << 20, size_t{1} << 30);
   std::unique_ptr<StreamRead> stream;
   if (cpu) stream = std::make_unique<StreamRead>(stream_bytes);
   std::vector<double> decode, prefill, decode_without_graphs, stream_gbs;

@@ -11,8 +11,8 @@
 
 namespace tandem::bench {
 
-// The last-level cache in bytes as the C library reports it; 32 MiB where
-// it reports none.
+// The largest cache of cpu0 in bytes (Linux's sysfs, else the C library;
+// 32 MiB where neither says).
 size_t last_level_cache_bytes();
 
 // GB/s of a plain multi-threaded streaming read (the OpenMP threads, each
