@@ -2,111 +2,97 @@
 //
 // Every output element is computed by the same sequence of operations
 // whatever T is and wherever its row sits in the batch: sixteen lane-wise
-// partial sums over k in increasing order (one SIMD vector), then one fixed
-// reduction tree. So a session's logits do not depend on who shares its
+// partial sums (lane l adds x[t][k] w[n][k] for k = l, l + 16, ... in
+// increasing k, by fused multiply-adds), then one fixed reduction tree
+// (matmul_lanes.h). So a session's logits do not depend on who shares its
 // batch, a γ+1-token verification step reproduces single-token decoding bit
 // for bit, and greedy speculative output can equal plain greedy output
 // exactly. (A BLAS sgemm picks different blockings, and so different
 // roundings, for different T.)
 //
-// Speed: a register tile of up to 6 rows of x by 4 rows of w keeps 24 vector
-// accumulators; each thread owns a contiguous range of w's rows, so decode
-// (T = 1) streams w exactly once, which is all a memory-bound step can do.
-// This file is compiled with -ffp-contract=fast so that acc += x * w is one
-// fused multiply-add; the choice is per build, so invariance is unaffected.
-#include <cstring>
+// Speed: one row (decode) streams w exactly once, which is all a
+// memory-bound step can do: each thread owns a contiguous range of w's rows
+// and walks six of them at a time, x's 16 lanes held in two registers, one
+// multiply-add per 8 floats of w loaded. Two rows or more take the packed
+// path (matmul_packed.cpp), which reorders the same operations for the
+// cache and the register file.
+//
+// Each step is one fused multiply-add where the build's target has them
+// (matmul_lanes.h); the choice is per build, so invariance is unaffected.
+#include <algorithm>
 
+#include "kernels/cpu/matmul_lanes.h"
 #include "kernels/cpu/ops.h"
 
 namespace tandem::cpu {
 namespace {
 
-constexpr int kLanes = 16;
-using Vec = float __attribute__((vector_size(kLanes * sizeof(float))));
-using Half = float __attribute__((vector_size(8 * sizeof(float))));
-using Quarter = float __attribute__((vector_size(4 * sizeof(float))));
+using namespace matmul_lanes;
 
 // Below this many multiply-adds a parallel region costs more than it saves.
 constexpr long kParallelWork = 1 << 16;
+constexpr int kRowsPerBlock = 6;  // w rows walked together: 12 accumulators
+// How far ahead of its loads a w row is prefetched, in floats: the hardware
+// prefetcher follows six streams per thread less readily than one.
+constexpr int kPrefetchAhead = 256;
 
-inline Vec load(const float* p) {
-  Vec v;
-  std::memcpy(&v, p, sizeof(v));
-  return v;
-}
-
-// The last Kin % 16 elements, zero-padded: adds exact zeros to the lanes.
-inline Vec load_tail(const float* p, int count) {
-  float padded[kLanes] = {};
-  std::memcpy(padded, p, sizeof(float) * static_cast<size_t>(count));
-  return load(padded);
-}
-
-// The fixed reduction tree: halves, then quarters, then pairs.
-inline float reduce(Vec v) {
-  const Half h = __builtin_shufflevector(v, v, 0, 1, 2, 3, 4, 5, 6, 7) +
-                 __builtin_shufflevector(v, v, 8, 9, 10, 11, 12, 13, 14, 15);
-  const Quarter q = __builtin_shufflevector(h, h, 0, 1, 2, 3) +
-                    __builtin_shufflevector(h, h, 4, 5, 6, 7);
-  return (q[0] + q[2]) + (q[1] + q[3]);
-}
-
-// y[t][n] for t < TT, n < NN: x (TT rows, stride Kin), w (NN rows, stride
-// Kin), y (TT rows, stride N).
-template <int TT, int NN>
-void tile(const float* x, const float* w, int Kin, int N, float* y) {
-  Vec acc[TT][NN] = {};
+// y[n] for n < NN from one row of x and NN rows of w (stride Kin).
+template <int NN>
+void row_tile(const float* x, const float* w, int Kin, float* y) {
+  Half acc[NN][2];
+#pragma GCC unroll 8
+  for (int n = 0; n < NN; ++n) acc[n][0] = acc[n][1] = Half{};
   int k = 0;
   for (; k + kLanes <= Kin; k += kLanes) {
-    Vec xv[TT], wv[NN];
-    for (int t = 0; t < TT; ++t) xv[t] = load(x + static_cast<size_t>(t) * Kin + k);
-    for (int n = 0; n < NN; ++n) wv[n] = load(w + static_cast<size_t>(n) * Kin + k);
-    for (int t = 0; t < TT; ++t)
-      for (int n = 0; n < NN; ++n) acc[t][n] += xv[t] * wv[n];
+    const Half low = in_register(load_half(x + k)), high = in_register(load_half(x + k + 8));
+#pragma GCC unroll 8
+    for (int n = 0; n < NN; ++n) {
+      const float* row = w + static_cast<size_t>(n) * Kin + k;
+      __builtin_prefetch(row + kPrefetchAhead);
+      acc[n][0] = multiply_add(acc[n][0], low, load_half(row));
+      acc[n][1] = multiply_add(acc[n][1], high, load_half(row + 8));
+    }
   }
   if (k < Kin) {
-    Vec xv[TT], wv[NN];
-    for (int t = 0; t < TT; ++t) xv[t] = load_tail(x + static_cast<size_t>(t) * Kin + k, Kin - k);
-    for (int n = 0; n < NN; ++n) wv[n] = load_tail(w + static_cast<size_t>(n) * Kin + k, Kin - k);
-    for (int t = 0; t < TT; ++t)
-      for (int n = 0; n < NN; ++n) acc[t][n] += xv[t] * wv[n];
+    float xt[kLanes] = {}, wt[kLanes] = {};
+    std::copy(x + k, x + Kin, xt);
+#pragma GCC unroll 8
+    for (int n = 0; n < NN; ++n) {
+      const float* row = w + static_cast<size_t>(n) * Kin;
+      std::copy(row + k, row + Kin, wt);
+      acc[n][0] = multiply_add(acc[n][0], load_half(xt), load_half(wt));
+      acc[n][1] = multiply_add(acc[n][1], load_half(xt + 8), load_half(wt + 8));
+    }
   }
-  for (int t = 0; t < TT; ++t)
-    for (int n = 0; n < NN; ++n) y[static_cast<size_t>(t) * N + n] = reduce(acc[t][n]);
+#pragma GCC unroll 8
+  for (int n = 0; n < NN; ++n) y[n] = reduce(acc[n][0], acc[n][1]);
 }
 
-// All T rows of x against NN rows of w, six rows of x at a time.
-template <int NN>
-void row_block(const float* x, const float* w, int T, int Kin, int N, float* y) {
-  int t = 0;
-  for (; t + 6 <= T; t += 6) tile<6, NN>(x + static_cast<size_t>(t) * Kin, w, Kin, N, y + static_cast<size_t>(t) * N);
-  const float* xt = x + static_cast<size_t>(t) * Kin;
-  float* yt = y + static_cast<size_t>(t) * N;
-  switch (T - t) {
-    case 5: tile<5, NN>(xt, w, Kin, N, yt); break;
-    case 4: tile<4, NN>(xt, w, Kin, N, yt); break;
-    case 3: tile<3, NN>(xt, w, Kin, N, yt); break;
-    case 2: tile<2, NN>(xt, w, Kin, N, yt); break;
-    case 1: tile<1, NN>(xt, w, Kin, N, yt); break;
-    default: break;
+void matmul_row(const float* x, const float* w, int Kin, int N, float* y) {
+  const int blocks = (N + kRowsPerBlock - 1) / kRowsPerBlock;
+  const bool parallel = static_cast<long>(Kin) * N >= kParallelWork;
+#pragma omp parallel for schedule(static) if (parallel)
+  for (int b = 0; b < blocks; ++b) {
+    const int n = b * kRowsPerBlock;
+    const float* wb = w + static_cast<size_t>(n) * Kin;
+    switch (std::min(kRowsPerBlock, N - n)) {
+      case 6: row_tile<6>(x, wb, Kin, y + n); break;
+      case 5: row_tile<5>(x, wb, Kin, y + n); break;
+      case 4: row_tile<4>(x, wb, Kin, y + n); break;
+      case 3: row_tile<3>(x, wb, Kin, y + n); break;
+      case 2: row_tile<2>(x, wb, Kin, y + n); break;
+      default: row_tile<1>(x, wb, Kin, y + n); break;
+    }
   }
 }
 
 }  // namespace
 
 void matmul(const float* x, const float* w, const float* bias, int T, int Kin, int N, float* y) {
-  const int blocks = (N + 3) / 4;  // groups of four rows of w
-  const bool parallel = static_cast<long>(T) * Kin * N >= kParallelWork;
-#pragma omp parallel for schedule(static) if (parallel)
-  for (int b = 0; b < blocks; ++b) {
-    const int n = b * 4;
-    const float* wb = w + static_cast<size_t>(n) * Kin;
-    switch (N - n >= 4 ? 4 : N - n) {
-      case 4: row_block<4>(x, wb, T, Kin, N, y + n); break;
-      case 3: row_block<3>(x, wb, T, Kin, N, y + n); break;
-      case 2: row_block<2>(x, wb, T, Kin, N, y + n); break;
-      default: row_block<1>(x, wb, T, Kin, N, y + n); break;
-    }
+  if (T == 1) {
+    matmul_row(x, w, Kin, N, y);
+  } else if (T > 1) {
+    matmul_packed(x, w, T, Kin, N, y);
   }
   if (bias) {
     for (int t = 0; t < T; ++t) {

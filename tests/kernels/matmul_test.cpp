@@ -7,6 +7,7 @@
 #include <cmath>
 #include <cstring>
 #include <random>
+#include <utility>
 #include <vector>
 
 #include "kernels/cpu/ops.h"
@@ -79,6 +80,36 @@ TEST(Matmul, EveryRowIsIndependentOfItsBatch) {
                 0)
           << "T=" << T << " offset=" << offset;
     }
+  }
+}
+
+// The many-row path packs x in 16-row panels, w in 6-row panels, k in
+// chunks of 512 and x in passes that fit the L2, while one row alone takes
+// the streaming path: every T from 1 to 70 at the first, a middle and the
+// last row positions must give each row's bits computed alone. Kin 531
+// leaves a partial 16-lane step and spans two k chunks; Kin 2000 makes
+// several passes over x; N 37 leaves a partial w panel.
+TEST(Matmul, EveryPathAndTileGivesTheBitsOfTheRowAlone) {
+  const int max_T = 70;
+  for (const auto& [Kin, N] : {std::pair{531, 37}, std::pair{2000, 13}, std::pair{17, 5}}) {
+    const auto x = random_vector(static_cast<size_t>(max_T) * Kin, 7);
+    const auto w = random_vector(static_cast<size_t>(N) * Kin, 8);
+    std::vector<float> alone(static_cast<size_t>(max_T) * N);
+    for (int t = 0; t < max_T; ++t)
+      cpu::matmul(x.data() + static_cast<size_t>(t) * Kin, w.data(), nullptr, 1, Kin, N,
+                  alone.data() + static_cast<size_t>(t) * N);
+    int mismatches = 0;
+    for (int T = 1; T <= max_T; ++T) {
+      for (int offset : {0, (max_T - T) / 2, max_T - T}) {
+        std::vector<float> batch(static_cast<size_t>(T) * N);
+        cpu::matmul(x.data() + static_cast<size_t>(offset) * Kin, w.data(), nullptr, T, Kin, N,
+                    batch.data());
+        if (std::memcmp(batch.data(), alone.data() + static_cast<size_t>(offset) * N,
+                        batch.size() * sizeof(float)) != 0 && ++mismatches <= 5)
+          ADD_FAILURE() << "Kin=" << Kin << " N=" << N << " T=" << T << " offset=" << offset;
+      }
+    }
+    EXPECT_EQ(mismatches, 0) << "Kin=" << Kin << " N=" << N;
   }
 }
 

@@ -1,16 +1,21 @@
 // `tandem-bench forward`: decode and prefill throughput of one model on this
 // machine, with the weight bytes each step reads and the bandwidth that
-// implies. A benchmark, not a test: it prints numbers and asserts nothing.
+// implies, beside references measured in the same run that travel between
+// hosts: on cpu, the bandwidth of a plain streaming read (decode's roofline)
+// and OpenBLAS's sgemm on the model's own prefill shapes. A benchmark, not a
+// test: it prints numbers and asserts nothing.
 #include <algorithm>
 #include <chrono>
 #include <memory>
 #include <cstdio>
 #include <random>
+#include <string>
 #include <vector>
 
 #include "common/error.h"
 #include "coordinator/models/model_flags.h"
 #include "tools/bench/bench_suites.h"
+#include "tools/bench/same_run_references.h"
 
 namespace tandem::bench {
 namespace {
@@ -54,6 +59,38 @@ struct ForwardFlags {
   int repeats = 5;
 };
 
+// The same-run references on cpu: decode against the streaming read, each
+// prefill projection against OpenBLAS.
+void print_cpu_references(const ModelConfig& c, size_t stream_bytes, double stream_gbs,
+                          double bytes_per_token, double decode_tps, int T, int repeats) {
+  const size_t cache = last_level_cache_bytes();
+  std::printf("stream read, %.0f MiB over %.0f MiB of last-level cache: %.1f GB/s (median of %d); "
+              "roofline %.1f tokens/s\n",
+              static_cast<double>(stream_bytes) / (1 << 20), static_cast<double>(cache) / (1 << 20),
+              stream_gbs, repeats, stream_gbs * 1e9 / bytes_per_token);
+  std::printf("decode moves %.1f GB/s: %.2f of the streaming read%s\n",
+              bytes_per_token * decode_tps / 1e9, bytes_per_token * decode_tps / (stream_gbs * 1e9),
+              bytes_per_token < static_cast<double>(cache) ? " (weights fit in the cache: not a bandwidth bound)"
+                                                           : "");
+  std::printf("prefill matmuls at T=%d, ours against OpenBLAS sgemm on the same shapes (median of %d):\n",
+              T, repeats);
+  std::printf("  %-8s %-22s %10s %10s %9s\n", "matrix", "Kin x N", "ours ms", "sgemm ms", "speed-up");
+  double ours_total = 0, blas_total = 0;
+  for (const ProjectionShape& shape : prefill_projections(c)) {
+    const MatmulPair pair = time_projection(shape, T, repeats);
+    std::string dims;
+    for (const auto& [Kin, N] : shape.calls)
+      dims += (dims.empty() ? "" : "+") + std::to_string(Kin) + "x" + std::to_string(N);
+    std::printf("  %-8s %-22s %10.3f %10.3f %8.2fx\n", shape.name.c_str(), dims.c_str(),
+                pair.ours_seconds * 1e3, pair.blas_seconds * 1e3, pair.blas_seconds / pair.ours_seconds);
+    if (shape.name == "lm_head") continue;  // a prefill step projects only its logit rows
+    ours_total += c.num_layers * pair.ours_seconds;
+    blas_total += c.num_layers * pair.blas_seconds;
+  }
+  std::printf("  the %d layers' matmuls of one step: ours %.3f ms, sgemm %.3f ms: %.2fx\n", c.num_layers,
+              ours_total * 1e3, blas_total * 1e3, blas_total / ours_total);
+}
+
 int bench_forward(const ForwardFlags& flags) {
   OpenModel open = open_model(flags.model);
   LlamaModel& model = *open.target.model;
@@ -70,8 +107,16 @@ int bench_forward(const ForwardFlags& flags) {
   // runs with them, for their ratio measured side by side.
   Backend& backend = model.backend();
   const bool graphs = backend.kind() == BackendKind::cuda;
-  std::vector<double> decode, prefill, decode_without_graphs;
+  const bool cpu = backend.kind() == BackendKind::cpu;
+  // On cpu, the streaming read is measured between the decode rounds, so
+  // that both see the same machine.
+  const size_t stream_bytes =
+      std::clamp<size_t>(8 * last_level_cache_bytes(), size_t{256} << 20, size_t{1} << 30);
+  std::unique_ptr<StreamRead> stream;
+  if (cpu) stream = std::make_unique<StreamRead>(stream_bytes);
+  std::vector<double> decode, prefill, decode_without_graphs, stream_gbs;
   for (int r = 0; r < repeats; ++r) {
+    if (stream) stream_gbs.push_back(stream->gigabytes_per_second(3));
     decode.push_back(decode_tokens / time_tokens(model, *open.target.cache, decode_tokens, 1, r));
     prefill.push_back(prompt_tokens /
                       time_tokens(model, *open.target.cache, prompt_tokens, prompt_tokens, r));
@@ -111,6 +156,8 @@ int bench_forward(const ForwardFlags& flags) {
     std::printf("roofline at %.0f GB/s peak: %.1f tokens/s; measured decode reaches %.1f%% of it\n",
                 peak / 1e9, peak / bytes, 100.0 * decode_tps * bytes / peak);
   }
+  if (cpu) print_cpu_references(model.config(), stream_bytes, median(stream_gbs), bytes, decode_tps,
+                                 prompt_tokens, repeats);
   return 0;
 }
 

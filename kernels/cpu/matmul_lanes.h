@@ -1,0 +1,64 @@
+// The arithmetic every path of the CPU matmul shares (kernels/cpu/matmul.cpp
+// states the contract): sixteen lane-wise partial sums over k, each one a
+// chain of fused multiply-adds in increasing k, then one fixed reduction
+// tree. Only what a path must agree on bit for bit lives here.
+#pragma once
+
+#include <cstring>
+
+#ifdef __FMA__
+#include <immintrin.h>
+#endif
+
+namespace tandem::cpu::matmul_lanes {
+
+constexpr int kLanes = 16;
+using Half = float __attribute__((vector_size(8 * sizeof(float))));  // lanes 0-7 or 8-15
+using Quarter = float __attribute__((vector_size(4 * sizeof(float))));
+
+inline Half load_half(const float* p) {
+  Half v;
+  std::memcpy(&v, p, sizeof(v));
+  return v;
+}
+
+// acc + a * b, rounded once where the machine has fused multiply-add (and
+// twice on every path alike where it has not). Spelled out rather than left
+// to -ffp-contract, which GCC applies to some expressions and not others.
+inline Half multiply_add(Half acc, Half a, Half b) {
+#ifdef __FMA__
+  return _mm256_fmadd_ps(a, b, acc);
+#else
+  return acc + a * b;
+#endif
+}
+
+// A value the compiler must hold in a register: left alone, GCC folds a
+// load into each multiply-add that uses it and reloads it for the next,
+// more loads than the load ports sustain. An empty asm: the bits are
+// unchanged.
+inline Half in_register(Half v) {
+#ifdef __AVX__  // where a Half fits one register
+  asm("" : "+x"(v));
+#endif
+  return v;
+}
+
+// The fixed reduction tree over lanes 0-7 (low) and 8-15 (high): halves,
+// then quarters, then pairs.
+inline float reduce(Half low, Half high) {
+  const Half h = low + high;
+  const Quarter q = __builtin_shufflevector(h, h, 0, 1, 2, 3) +
+                    __builtin_shufflevector(h, h, 4, 5, 6, 7);
+  return (q[0] + q[2]) + (q[1] + q[3]);
+}
+
+}  // namespace tandem::cpu::matmul_lanes
+
+namespace tandem::cpu {
+
+// matmul_packed.cpp: y (T, N) = x · wᵀ through panels packed for the cache,
+// for the many-row (prefill) calls; the same bits as the streaming path.
+void matmul_packed(const float* x, const float* w, int T, int Kin, int N, float* y);
+
+}  // namespace tandem::cpu
