@@ -87,7 +87,7 @@ void time_round(LoadedModel& open, const ForwardFlags& flags, int round, Rates& 
   backend.set_step_graphs(true);
 }
 
-void report(const LlamaModel& model, const ForwardFlags& flags, const Rates& rates) {
+void report(LlamaModel& model, const ForwardFlags& flags, const Rates& rates) {
   const ModelConfig& c = model.config();
   const Backend& backend = model.backend();
   const double bytes = static_cast<double>(model.weights().bytes_read_per_step());
