@@ -55,7 +55,7 @@ void Backend::sample_gumbel(const float* probs, int rows, int V, std::span<const
 }
 
 std::unique_ptr<Backend> make_backend(BackendKind kind, int device, Dtype weight_dtype) {
-  if (kind == BackendKind::cpu) return make_cpu_backend();
+  if (kind == BackendKind::cpu) return make_cpu_backend(weight_dtype);
 #ifdef TANDEM_HAVE_CUDA
   return make_cuda_backend(device, weight_dtype);
 #else

@@ -136,8 +136,8 @@ class Backend {
   // device to device (over NVLink or PCIe between two GPUs).
   virtual void copy_from(Backend& source, const float* from, size_t n, float* to);
   // The dtype weight matrices are stored in, and a buffer holding host's
-  // values converted to it (round to nearest even). The CPU backend keeps
-  // f32; the CUDA backend bf16 or f16, as it was made.
+  // values converted to it (round to nearest even): f32, bf16 or f16, as the
+  // backend was made (CPU: f32 by default; CUDA: bf16 by default).
   virtual Dtype weight_dtype() const { return Dtype::f32; }
   virtual Buffer upload_weights(std::span<const float> host);
 
@@ -275,14 +275,15 @@ class Backend {
                              std::span<VerifyOutcome> out) = 0;
 };
 
-std::unique_ptr<Backend> make_cpu_backend();
+// A CPU backend storing weight matrices in weight_dtype (f32, bf16 or f16).
+std::unique_ptr<Backend> make_cpu_backend(Dtype weight_dtype = Dtype::f32);
 // CUDA devices this process can use; 0 without a driver, without a device, or
 // in a build without the CUDA backend.
 int cuda_device_count();
 // Whether this build has the CUDA backend (nvcc was found when it was built).
 bool cuda_backend_built();
-// The backend a deployment asks for: cpu, or cuda on GPU `device` with
-// weights in weight_dtype (bf16 or f16). Error(invalid_argument) when this
+// The backend a deployment asks for: cpu, or cuda on GPU `device`, with
+// weights in weight_dtype. Error(invalid_argument) when this
 // build has no CUDA backend, Error(unavailable) when the GPU cannot be used.
 std::unique_ptr<Backend> make_backend(BackendKind kind, int device = 0,
                                       Dtype weight_dtype = Dtype::bf16);

@@ -23,7 +23,7 @@ CommandLine tandem_command_line() {
                   define_chat_template);
   cli.program().footer(
       "Models run on --backend cpu (default) or --backend cuda [--device N] [--weight-dtype "
-      "bf16|fp16|fp32] (bf16 by default on cuda; docs/gpu.md).");
+      "bf16|fp16|fp32] (fp32 by default on cpu, bf16 on cuda; docs/gpu.md).");
   return cli;
 }
 

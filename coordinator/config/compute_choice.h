@@ -2,8 +2,8 @@
 // written once for both ways of choosing them: a deployment's
 // placement.backend / placement.weight_dtype, and the --backend /
 // --weight-dtype flags of `tandem generate` and `tandem-bench`. Which words
-// are valid, that cuda needs a build with nvcc, that the weights default to
-// fp32 on cpu and bf16 on cuda, and that the cpu backend has fp32 only.
+// are valid, that cuda needs a build with nvcc, and that the weights default
+// to fp32 on cpu and bf16 on cuda (both backends take bf16, fp16 and fp32).
 #pragma once
 
 #include <optional>
@@ -33,10 +33,8 @@ struct ComputeResult {
 };
 
 // backend: "cpu" or "cuda". weight_dtype: "bf16", "fp16" or "fp32"; nullopt
-// for the backend's default. cuda_words says how the caller's reader asks
-// for cuda ("backend: cuda", "--backend cuda"), for the hint in a message.
+// for the backend's default.
 ComputeResult choose_compute(const std::string& backend,
-                             const std::optional<std::string>& weight_dtype,
-                             const std::string& cuda_words);
+                             const std::optional<std::string>& weight_dtype);
 
 }  // namespace tandem

@@ -176,8 +176,7 @@ PlacementConfig read_placement(const ConfigSection& section, bool has_draft) {
   // The rules themselves are choose_compute's, shared with the CLI's flags.
   const std::optional<std::string> dtype =
       section.has("weight_dtype") ? std::optional(section.text("weight_dtype", "")) : std::nullopt;
-  const ComputeResult compute =
-      choose_compute(section.text("backend", "cpu"), dtype, "backend: cuda");
+  const ComputeResult compute = choose_compute(section.text("backend", "cpu"), dtype);
   if (compute.problem) {
     section.fail(compute.problem->field == ComputeProblem::Field::backend ? "backend"
                                                                           : "weight_dtype",

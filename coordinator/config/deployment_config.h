@@ -68,7 +68,7 @@ struct ModelSource {
 // The ranks and devices are the cluster wing's RankPlacement
 // (cluster/layout/cluster_layout.h), which reads them from here as they are.
 struct PlacementConfig : RankPlacement {
-  Dtype weight_dtype = Dtype::f32;         // of weight matrices: f32 on cpu; bf16 or f16 on cuda
+  Dtype weight_dtype = Dtype::f32;         // of weight matrices: f32 (cpu's default), bf16 (cuda's) or f16
   bool cuda_graphs = true;  // replay repeated step shapes as CUDA graphs (Backend::begin_step_graph)
   bool batch_invariant = false;  // cuda: every matmul on the batch-invariant kernel (Backend::set_batch_invariant)
   int threads = 0;                         // 0: all cores

@@ -24,8 +24,7 @@ LoadedModel load(const std::string& path, bool dummy, const ModelFlags& flags,
 std::unique_ptr<Backend> open_backend(const ModelFlags& flags) {
   const ComputeResult compute = choose_compute(
       flags.backend,
-      flags.weight_dtype.empty() ? std::nullopt : std::optional(flags.weight_dtype),
-      "--backend cuda");
+      flags.weight_dtype.empty() ? std::nullopt : std::optional(flags.weight_dtype));
   if (compute.problem) {
     const bool backend = compute.problem->field == ComputeProblem::Field::backend;
     throw Error(ErrorKind::invalid_argument,
@@ -57,7 +56,7 @@ void add_model_flags(cli::Command& command, ModelFlags& flags) {
       .type_name("cpu|cuda");
   add_value(command, "--device", flags.device, "the CUDA device (with --backend cuda)");
   add_value(command, "--weight-dtype", flags.weight_dtype,
-            "the weights' dtype; by default fp32 on cpu (its only one), bf16 on cuda")
+            "the weight matrices' dtype; by default fp32 on cpu, bf16 on cuda")
       .type_name("bf16|fp16|fp32");
 }
 

@@ -1,4 +1,6 @@
 // CpuBackend: the Backend interface over the CPU ops (host memory, OpenBLAS).
+// Weight matrices are stored in f32, bf16 or f16 as the backend was made;
+// norms, biases, activations and the KV cache are always f32.
 #include <cstdlib>
 #include <cstring>
 #include <new>
@@ -15,30 +17,41 @@ namespace {
 
 void free_host(void* data) { std::free(data); }
 
-// The CPU ops read f32 weights only (this backend's weight dtype).
-const float* f32_weights(WeightView w, const char* op) {
-  require(w.dtype == Dtype::f32, ErrorKind::internal, [&] {
-    return std::string("cpu ") + op + " got " + dtype_name(w.dtype) +
-           " weights; the CPU backend stores weights in F32";
-  });
-  return w.f32();
+// Zero-filled host memory, 64-byte aligned: whole cache lines for the vector
+// loops and OpenBLAS.
+void* allocate_host(size_t bytes) {
+  const size_t rounded = (bytes + 63) / 64 * 64;
+  void* data = std::aligned_alloc(64, rounded);
+  if (!data)
+    throw Error(ErrorKind::out_of_resources,
+                "cannot allocate " + std::to_string(rounded) + " bytes of host memory");
+  std::memset(data, 0, rounded);
+  return data;
 }
 
 class CpuBackend final : public Backend {
  public:
+  explicit CpuBackend(Dtype weight_dtype) : weight_dtype_(weight_dtype) {}
   BackendKind kind() const override { return BackendKind::cpu; }
   bool reads_host_memory() const override { return true; }
 
   Buffer allocate(size_t count) override {
     if (count == 0) return Buffer();
-    // 64-byte alignment: whole cache lines for the vector loops and OpenBLAS.
-    const size_t bytes = (count * sizeof(float) + 63) / 64 * 64;
-    void* data = std::aligned_alloc(64, bytes);
-    if (!data)
-      throw Error(ErrorKind::out_of_resources,
-                  "cannot allocate " + std::to_string(bytes) + " bytes of host memory");
-    std::memset(data, 0, bytes);
-    return Buffer(data, count, Dtype::f32, free_host);
+    return Buffer(allocate_host(count * sizeof(float)), count, Dtype::f32, free_host);
+  }
+  Dtype weight_dtype() const override { return weight_dtype_; }
+  // Narrow weights are rounded to nearest even once, here; the ops widen them
+  // exactly as they read them.
+  Buffer upload_weights(std::span<const float> host) override {
+    if (weight_dtype_ == Dtype::f32) return Backend::upload_weights(host);
+    if (host.empty()) return Buffer();
+    auto* narrow = static_cast<uint16_t*>(allocate_host(host.size() * sizeof(uint16_t)));
+    if (weight_dtype_ == Dtype::bf16) {
+      for (size_t i = 0; i < host.size(); ++i) narrow[i] = f32_to_bf16(host[i]);
+    } else {
+      for (size_t i = 0; i < host.size(); ++i) narrow[i] = f32_to_f16(host[i]);
+    }
+    return Buffer(narrow, host.size(), weight_dtype_, free_host);
   }
   void upload(std::span<const float> host, float* device) override {
     std::memcpy(device, host.data(), host.size_bytes());
@@ -49,14 +62,20 @@ class CpuBackend final : public Backend {
 
   void embedding(std::span<const int32_t> token_ids, WeightView table, int C,
                  float* out) override {
-    cpu::embedding(token_ids, f32_weights(table, "embedding"), C, out);
+    cpu::embedding(token_ids, table, C, out);
   }
   void rmsnorm(const float* x, const float* weight, int T, int C, float eps, float* out) override {
     cpu::rmsnorm(x, weight, T, C, eps, out);
   }
   void matmul(const float* x, WeightView w, const float* bias, int T, int Kin, int N,
               float* y) override {
-    cpu::matmul(x, f32_weights(w, "matmul"), bias, T, Kin, N, y);
+    switch (w.dtype) {
+      case Dtype::f32: return cpu::matmul(x, w.f32(), bias, T, Kin, N, y);
+      case Dtype::bf16:
+        return cpu::matmul_bf16(x, static_cast<const uint16_t*>(w.data), bias, T, Kin, N, y);
+      case Dtype::f16:
+        return cpu::matmul_f16(x, static_cast<const uint16_t*>(w.data), bias, T, Kin, N, y);
+    }
   }
   void rope(float* x, std::span<const int32_t> positions, int heads, int D,
             const float* inv_freq) override {
@@ -113,10 +132,15 @@ class CpuBackend final : public Backend {
   void verify_greedy(std::span<const GreedyBlock> blocks, std::span<VerifyOutcome> out) override {
     cpu::verify_greedy(blocks, out);
   }
+
+ private:
+  Dtype weight_dtype_;
 };
 
 }  // namespace
 
-std::unique_ptr<Backend> make_cpu_backend() { return std::make_unique<CpuBackend>(); }
+std::unique_ptr<Backend> make_cpu_backend(Dtype weight_dtype) {
+  return std::make_unique<CpuBackend>(weight_dtype);
+}
 
 }  // namespace tandem

@@ -12,8 +12,9 @@
 
 namespace tandem::cpu {
 
-// embedding.cpp: out (T, C) = table (V, C) rows at token_ids (T).
-void embedding(std::span<const int32_t> token_ids, const float* table, int C, float* out);
+// embedding.cpp: out (T, C) = table (V, C) rows at token_ids (T), widened to
+// f32 from a bf16 or f16 table (exactly).
+void embedding(std::span<const int32_t> token_ids, WeightView table, int C, float* out);
 
 // rmsnorm.cpp: out (T, C) = x / sqrt(mean(x^2) + eps) * weight (C).
 void rmsnorm(const float* x, const float* weight, int T, int C, float eps, float* out);
@@ -24,6 +25,12 @@ void add_rmsnorm(float* x, const float* y, const float* weight, int T, int C, fl
 // matmul.cpp: y (T, N) = x (T, Kin) · w (N, Kin)ᵀ + bias (N, optional); each
 // element computed the same way whatever T is (batch-invariant).
 void matmul(const float* x, const float* w, const float* bias, int T, int Kin, int N, float* y);
+// matmul_bf16.cpp: the same with w (N, Kin) in bf16 or f16; each element
+// bit-identical to matmul() on the widened weights (matmul_contract.h).
+void matmul_bf16(const float* x, const uint16_t* w, const float* bias, int T, int Kin, int N,
+                 float* y);
+void matmul_f16(const float* x, const uint16_t* w, const float* bias, int T, int Kin, int N,
+                float* y);
 
 // rope.cpp: rotate-half rotary embedding of x (T, heads, D) in place.
 void rope(float* x, std::span<const int32_t> positions, int heads, int D, const float* inv_freq);

@@ -426,10 +426,15 @@ TEST(DeploymentConfig, CudaBackendStoresBf16WeightsUnlessToldOtherwise) {
   EXPECT_TRUE(invariant.placement.batch_invariant);
 }
 
-TEST(DeploymentConfigErrors, NarrowWeightsNeedTheCudaBackend) {
-  EXPECT_EQ(error_of(kTarget + "placement:\n  weight_dtype: bf16\n"),
-            "deploy.yaml:5: placement.weight_dtype: is bf16, but the cpu backend stores weights "
-            "in fp32 only; use backend: cuda for bf16 or fp16");
+TEST(DeploymentConfig, CpuBackendStoresNarrowWeightsWhenAsked) {
+  const auto bf16 = parse_deployment(kTarget + "placement:\n  weight_dtype: bf16\n", "deploy.yaml");
+  EXPECT_EQ(bf16.placement.backend, BackendKind::cpu);
+  EXPECT_EQ(bf16.placement.weight_dtype, Dtype::bf16);
+  const auto half = parse_deployment(
+      kTarget + "placement:\n  backend: cpu\n  weight_dtype: fp16\n", "deploy.yaml");
+  EXPECT_EQ(half.placement.weight_dtype, Dtype::f16);
+  EXPECT_EQ(error_of(kTarget + "placement:\n  weight_dtype: int8\n"),
+            "deploy.yaml:5: placement.weight_dtype: must be bf16, fp16 or fp32, got \"int8\"");
 }
 
 TEST(DeploymentConfigErrors, LineNumbersCountTheWholeFile) {

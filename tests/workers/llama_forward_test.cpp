@@ -6,7 +6,8 @@
 // tied embeddings in F32; Mixtral's and Qwen3-MoE's sparse experts) and a scenario of ragged steps — prefills, multi-token verification
 // blocks, single-token decodes, truncations as after a rejected draft — with
 // the logits it computes by recomputing every sequence from position 0 in
-// float64. Here the same steps run through the paged KV cache in fp32.
+// float64. Here the same steps run through the paged KV cache in fp32, with
+// weight matrices in f32 or bf16.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -51,6 +52,10 @@ double row_error(const float* ours, const std::vector<double>& ref) {
 // The backends the reference runs on, and how close each must come:
 //   cpu        f32 weights, f32 math: 1e-4 of the row's largest logit (the
 //              reference is float64; f32 rounding through a few layers)
+//   cpu-bf16   bf16 weight matrices, f32 math: against the reference on the
+//              weights the backend holds ("logits_bf16_weights", below), so
+//              only f32 rounding differs, as for cpu: the same 1e-4 (the
+//              kernels widen bf16 exactly and sum in f32)
 //   cuda-f32   the same on the GPU (other summation orders, same precision)
 //   cuda-bf16  against the reference computed with the weights the backend
 //              holds (an f32 checkpoint's matrices rounded to bf16 as the
@@ -67,6 +72,7 @@ struct Mode {
   double tolerance;
 };
 const Mode kModes[] = {{"cpu", BackendKind::cpu, Dtype::f32, 1e-4},
+                       {"cpu_bf16", BackendKind::cpu, Dtype::bf16, 1e-4},
                        {"cuda_f32", BackendKind::cuda, Dtype::f32, 1e-4},
                        {"cuda_bf16", BackendKind::cuda, Dtype::bf16, 2e-2}};
 

@@ -68,7 +68,8 @@ class SessionIsolation : public ::testing::TestWithParam<BackendKind> {
   void SetUp() override {
     if (GetParam() == BackendKind::cuda && cuda_device_count() == 0)
       GTEST_SKIP() << "skipped: no CUDA device";
-    backend = make_backend(GetParam(), /*device=*/0, Dtype::bf16);
+    const bool cpu = GetParam() == BackendKind::cpu;
+    backend = make_backend(GetParam(), /*device=*/0, cpu ? Dtype::f32 : Dtype::bf16);
     backend->set_batch_invariant(true);  // the CPU always is
     target_backend = std::make_unique<PoisonBackend>(*backend, 64);
     draft_backend = std::make_unique<PoisonBackend>(*backend, 32);

@@ -1,7 +1,8 @@
 // The speculative engine on small random models: lossless by construction,
-// whatever the drafter, γ, batch or sampling setting, on the CPU backend and
-// on the CUDA backend with bf16 weights (skipped without a device): both
-// backends' forward passes are batch-invariant, so these hold exactly on each.
+// whatever the drafter, γ, batch or sampling setting, on the CPU backend
+// with f32 and with bf16 weights and on the CUDA backend with bf16 weights
+// (skipped without a device): every one's forward pass is batch-invariant,
+// so these hold exactly on each.
 // On CUDA that takes set_batch_invariant(true): by default matmuls above 64
 // rows go to cuBLAS, and a first target pass here (46 prompt tokens and 25
 // drafts, 71 rows) would round differently from the draft's passes.
@@ -13,6 +14,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <string>
 
 #include "common/error.h"
 #include "tests/support/small_model.h"
@@ -30,14 +32,23 @@ ModelConfig config_of(int hidden, int layers) {
 
 using Model = test_support::RandomModel;
 
-class SpeculativeEngineTest : public ::testing::TestWithParam<BackendKind> {
+struct BackendCase {
+  const char* name;
+  BackendKind kind;
+  Dtype weights;
+};
+const BackendCase kBackendCases[] = {{"cpu", BackendKind::cpu, Dtype::f32},
+                                     {"cpu_bf16", BackendKind::cpu, Dtype::bf16},
+                                     {"cuda_self_check", BackendKind::cuda, Dtype::bf16}};
+
+class SpeculativeEngineTest : public ::testing::TestWithParam<BackendCase> {
  protected:
   void SetUp() override {
-    if (GetParam() == BackendKind::cuda && cuda_device_count() == 0)
+    if (GetParam().kind == BackendKind::cuda && cuda_device_count() == 0)
       GTEST_SKIP() << "skipped: no CUDA device";
   }
   std::unique_ptr<Backend> make_test_backend() const {
-    auto backend = make_backend(GetParam(), /*device=*/0, Dtype::bf16);
+    auto backend = make_backend(GetParam().kind, /*device=*/0, GetParam().weights);
     backend->set_batch_invariant(true);  // the CPU always is
     return backend;
   }
@@ -377,10 +388,9 @@ TEST_P(SpeculativeEngineTest, BadRequestsAreRejectedNamingTheField) {
   EXPECT_EQ(target.cache.used_blocks(), 0);
 }
 
-INSTANTIATE_TEST_SUITE_P(Backends, SpeculativeEngineTest,
-                         ::testing::Values(BackendKind::cpu, BackendKind::cuda),
-                         [](const ::testing::TestParamInfo<BackendKind>& param) {
-                           return param.param == BackendKind::cuda ? "cuda_self_check" : "cpu";
+INSTANTIATE_TEST_SUITE_P(Backends, SpeculativeEngineTest, ::testing::ValuesIn(kBackendCases),
+                         [](const ::testing::TestParamInfo<BackendCase>& param) {
+                           return std::string(param.param.name);
                          });
 
 }  // namespace

@@ -2,12 +2,15 @@
 // machine, with the weight bytes each step reads and the bandwidth that
 // implies, beside references measured in the same run that travel between
 // hosts: on cpu, the bandwidth of a plain streaming read (decode's roofline)
-// and OpenBLAS's sgemm on the model's own prefill shapes. A benchmark, not a
-// test: it prints numbers and asserts nothing.
+// and OpenBLAS's sgemm on the model's own prefill shapes. With
+// --compare-weight-dtype, the same against another weight dtype (fp32
+// against bf16 on the CPU) in the same run, with the ratios. A benchmark,
+// not a test: it prints numbers and asserts nothing.
 #include <algorithm>
 #include <chrono>
-#include <memory>
 #include <cstdio>
+#include <memory>
+#include <optional>
 #include <random>
 #include <string>
 #include <vector>
@@ -54,6 +57,7 @@ double time_tokens(LlamaModel& model, PagedKvCache& cache, int count, int chunk,
 
 struct ForwardFlags {
   ModelFlags model;
+  std::string compare_weight_dtype;  // "": one model only
   int decode_tokens = 64;
   int prompt_tokens = 128;
   int repeats = 5;
@@ -91,58 +95,56 @@ void print_cpu_references(const ModelConfig& c, size_t stream_bytes, double stre
               ours_total * 1e3, blas_total * 1e3, blas_total / ours_total);
 }
 
-int bench_forward(const ForwardFlags& flags) {
-  OpenModel open = open_model(flags.model);
-  LlamaModel& model = *open.target.model;
-  const int decode_tokens = flags.decode_tokens;
-  const int prompt_tokens = flags.prompt_tokens;
-  const int repeats = flags.repeats;
-  require(decode_tokens > 0 && prompt_tokens > 0 && repeats > 0, ErrorKind::invalid_argument,
-          "--decode-tokens, --prompt-tokens and --repeats must be positive");
+// Tokens per second of each timed round (and, on cpu, the streaming read's
+// GB/s, measured between the decode rounds so that both see the same machine).
+struct Rates {
+  std::vector<double> decode, prefill, decode_without_graphs, stream_gbs;
+};
 
-  // One untimed round warms caches, page tables and the BLAS thread pool.
-  time_tokens(model, *open.target.cache, std::min(decode_tokens, 8), 1, 99);
-  time_tokens(model, *open.target.cache, prompt_tokens, prompt_tokens, 99);
+void warm_up(LoadedModel& open, int decode_tokens, int prompt_tokens) {
+  // One untimed round warms caches, page tables and the thread pool.
+  time_tokens(*open.model, *open.cache, std::min(decode_tokens, 8), 1, 99);
+  time_tokens(*open.model, *open.cache, prompt_tokens, prompt_tokens, 99);
+}
+
+void time_round(LoadedModel& open, const ForwardFlags& flags, int round, StreamRead* stream,
+                Rates& rates) {
+  LlamaModel& model = *open.model;
+  PagedKvCache& cache = *open.cache;
+  const auto seed = static_cast<uint32_t>(round);
+  if (stream) rates.stream_gbs.push_back(stream->gigabytes_per_second(3));
+  rates.decode.push_back(flags.decode_tokens / time_tokens(model, cache, flags.decode_tokens, 1, seed));
+  rates.prefill.push_back(flags.prompt_tokens /
+                          time_tokens(model, cache, flags.prompt_tokens, flags.prompt_tokens, seed));
   // On CUDA, decoding also runs without step graphs, interleaved with the
   // runs with them, for their ratio measured side by side.
   Backend& backend = model.backend();
-  const bool graphs = backend.kind() == BackendKind::cuda;
-  const bool cpu = backend.kind() == BackendKind::cpu;
-  // On cpu, the streaming read is measured between the decode rounds, so
-  // that both see the same machine.
-  const size_t stream_bytes =
-      std::clamp<size_t>(8 * last_level_cache_bytes(), size_t{256} << 20, size_t{1} << 30);
-  std::unique_ptr<StreamRead> stream;
-  if (cpu) stream = std::make_unique<StreamRead>(stream_bytes);
-  std::vector<double> decode, prefill, decode_without_graphs, stream_gbs;
-  for (int r = 0; r < repeats; ++r) {
-    if (stream) stream_gbs.push_back(stream->gigabytes_per_second(3));
-    decode.push_back(decode_tokens / time_tokens(model, *open.target.cache, decode_tokens, 1, r));
-    prefill.push_back(prompt_tokens /
-                      time_tokens(model, *open.target.cache, prompt_tokens, prompt_tokens, r));
-    if (!graphs) continue;
-    backend.set_step_graphs(false);
-    decode_without_graphs.push_back(decode_tokens /
-                                    time_tokens(model, *open.target.cache, decode_tokens, 1, r));
-    backend.set_step_graphs(true);
-  }
+  if (backend.kind() != BackendKind::cuda) return;
+  backend.set_step_graphs(false);
+  rates.decode_without_graphs.push_back(flags.decode_tokens /
+                                        time_tokens(model, cache, flags.decode_tokens, 1, seed));
+  backend.set_step_graphs(true);
+}
 
+void report(LlamaModel& model, const ForwardFlags& flags, const Rates& rates, size_t stream_bytes) {
   const ModelConfig& c = model.config();
+  const Backend& backend = model.backend();
   const double bytes = static_cast<double>(model.weights().bytes_read_per_step());
-  const double decode_tps = median(decode);
+  const double decode_tps = median(rates.decode);
   std::printf("model: %lld parameters (hidden %d, intermediate %d, %d layers, %d heads of %d, "
               "%d KV heads, vocab %d), %s weights on %s\n",
               static_cast<long long>(c.parameter_count()), c.hidden_size, c.intermediate_size,
               c.num_layers, c.num_heads, c.head_dim, c.num_kv_heads, c.vocab_size,
-              dtype_name(model.backend().weight_dtype()), model.backend().description().c_str());
+              dtype_name(backend.weight_dtype()), backend.description().c_str());
   std::printf("decode  batch 1, %d tokens: %8.1f tokens/s (median of %d; min %.1f, max %.1f)\n",
-              decode_tokens, decode_tps, repeats, *std::min_element(decode.begin(), decode.end()),
-              *std::max_element(decode.begin(), decode.end()));
-  std::printf("prefill %d-token prompt:   %8.1f tokens/s (median of %d)\n", prompt_tokens,
-              median(prefill), repeats);
-  if (graphs) {
+              flags.decode_tokens, decode_tps, flags.repeats,
+              *std::min_element(rates.decode.begin(), rates.decode.end()),
+              *std::max_element(rates.decode.begin(), rates.decode.end()));
+  std::printf("prefill %d-token prompt:   %8.1f tokens/s (median of %d)\n", flags.prompt_tokens,
+              median(rates.prefill), flags.repeats);
+  if (!rates.decode_without_graphs.empty()) {
     const Backend::StepGraphStats stats = backend.step_graph_stats();
-    const double without = median(decode_without_graphs);
+    const double without = median(rates.decode_without_graphs);
     std::printf("decode  batch 1 without step graphs: %8.1f tokens/s; with them %.2fx "
                 "(steps: %lld captured, %lld replayed, %lld op by op)\n",
                 without, decode_tps / without, static_cast<long long>(stats.captured),
@@ -150,14 +152,56 @@ int bench_forward(const ForwardFlags& flags) {
   }
   std::printf("weights read per decode step: %.1f MB; implied bandwidth at batch 1: %.1f GB/s\n",
               bytes / 1e6, bytes * decode_tps / 1e9);
-  if (const double peak = model.backend().peak_memory_bandwidth(); peak > 0) {
+  if (const double peak = backend.peak_memory_bandwidth(); peak > 0) {
     // The roofline: a decode step must stream every weight once, so it can
     // go no faster than bandwidth / bytes per step.
     std::printf("roofline at %.0f GB/s peak: %.1f tokens/s; measured decode reaches %.1f%% of it\n",
                 peak / 1e9, peak / bytes, 100.0 * decode_tps * bytes / peak);
   }
-  if (cpu) print_cpu_references(model.config(), stream_bytes, median(stream_gbs), bytes, decode_tps,
-                                 prompt_tokens, repeats);
+  if (!rates.stream_gbs.empty())
+    print_cpu_references(c, stream_bytes, median(rates.stream_gbs), bytes, decode_tps, flags.prompt_tokens,
+                         flags.repeats);
+}
+
+int bench_forward(const ForwardFlags& flags) {
+  require(flags.decode_tokens > 0 && flags.prompt_tokens > 0 && flags.repeats > 0,
+          ErrorKind::invalid_argument, "--decode-tokens, --prompt-tokens and --repeats must be positive");
+  OpenModel open = open_model(flags.model);
+  // --compare-weight-dtype: the same model (the same dummy seed or
+  // checkpoint) again with its matrices in another dtype, timed round by
+  // round between the first one's rounds, so that both see the same
+  // machine and the ratio means something on a busy one.
+  std::optional<OpenModel> other;
+  if (!flags.compare_weight_dtype.empty()) {
+    ModelFlags other_flags = flags.model;
+    other_flags.weight_dtype = flags.compare_weight_dtype;
+    other_flags.draft.clear();
+    other_flags.dummy_draft.clear();
+    other.emplace(open_model(other_flags));
+  }
+  warm_up(open.target, flags.decode_tokens, flags.prompt_tokens);
+  if (other) warm_up(other->target, flags.decode_tokens, flags.prompt_tokens);
+  // On cpu, the streaming read the decode rates are held against.
+  const size_t stream_bytes =
+      std::clamp<size_t>(8 * last_level_cache_bytes(), size_t{256} << 20, size_t{1} << 30);
+  std::unique_ptr<StreamRead> stream;
+  if (open.target.model->backend().kind() == BackendKind::cpu)
+    stream = std::make_unique<StreamRead>(stream_bytes);
+  Rates rates, other_rates;
+  for (int r = 0; r < flags.repeats; ++r) {
+    time_round(open.target, flags, r, stream.get(), rates);
+    if (other) time_round(other->target, flags, r, stream.get(), other_rates);
+  }
+  report(*open.target.model, flags, rates, stream_bytes);
+  if (!other) return 0;
+  std::printf("\n");
+  report(*other->target.model, flags, other_rates, stream_bytes);
+  const char* base = dtype_name(open.target.model->backend().weight_dtype());
+  const char* compared = dtype_name(other->target.model->backend().weight_dtype());
+  std::printf("\n%s weights against %s, interleaved rounds: decode %.2fx, prefill %.2fx "
+              "(ratios of the medians)\n",
+              compared, base, median(other_rates.decode) / median(rates.decode),
+              median(other_rates.prefill) / median(rates.prefill));
   return 0;
 }
 
@@ -166,6 +210,10 @@ int bench_forward(const ForwardFlags& flags) {
 cli::Run define_forward(cli::Command& command) {
   auto flags = std::make_shared<ForwardFlags>();
   add_model_flags(command, flags->model);
+  cli::add_value(command, "--compare-weight-dtype", flags->compare_weight_dtype,
+                 "also time the model with its weights in this dtype, rounds interleaved, "
+                 "and print the ratios")
+      .type_name("bf16|fp16|fp32");
   cli::add_value(command, "--decode-tokens", flags->decode_tokens,
                  "tokens decoded one per step (batch 1)");
   cli::add_value(command, "--prompt-tokens", flags->prompt_tokens,

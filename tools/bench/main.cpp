@@ -32,6 +32,6 @@ int main(int argc, char** argv) {
                   define_tensor_parallel);
   cli.program().footer(
       "Models run on --backend cpu (default) or --backend cuda [--device N] [--weight-dtype "
-      "bf16|fp16|fp32] (bf16 by default on cuda; docs/gpu.md).");
+      "bf16|fp16|fp32] (fp32 by default on cpu, bf16 on cuda; docs/gpu.md).");
   return cli.run(tandem::cli::words_of(argc, argv), std::cout, std::cerr);
 }
