@@ -17,6 +17,7 @@
 #include <cstring>
 
 #include "kernels/cpu/ops.h"
+#include "kernels/cpu/thread_pool.h"
 
 namespace tandem::cpu {
 namespace {
@@ -97,9 +98,8 @@ void row_block(const float* x, const float* w, int T, int Kin, int N, float* y) 
 void matmul(const float* x, const float* w, const float* bias, int T, int Kin, int N, float* y) {
   const int blocks = (N + 3) / 4;  // groups of four rows of w
   const bool parallel = static_cast<long>(T) * Kin * N >= kParallelWork;
-#pragma omp parallel for schedule(static) if (parallel)
-  for (int b = 0; b < blocks; ++b) {
-    const int n = b * 4;
+  parallel_for(blocks, parallel, [&](int64_t b) {
+    const int n = static_cast<int>(b) * 4;
     const float* wb = w + static_cast<size_t>(n) * Kin;
     switch (N - n >= 4 ? 4 : N - n) {
       case 4: row_block<4>(x, wb, T, Kin, N, y + n); break;
@@ -107,7 +107,7 @@ void matmul(const float* x, const float* w, const float* bias, int T, int Kin, i
       case 2: row_block<2>(x, wb, T, Kin, N, y + n); break;
       default: row_block<1>(x, wb, T, Kin, N, y + n); break;
     }
-  }
+  });
   if (bias) {
     for (int t = 0; t < T; ++t) {
       float* row = y + static_cast<size_t>(t) * N;

@@ -90,9 +90,12 @@ int bench_forward(const ForwardFlags& flags) {
               static_cast<long long>(c.parameter_count()), c.hidden_size, c.intermediate_size,
               c.num_layers, c.num_heads, c.head_dim, c.num_kv_heads, c.vocab_size,
               dtype_name(model.backend().weight_dtype()), model.backend().description().c_str());
-  std::printf("decode  batch 1, %d tokens: %8.1f tokens/s (median of %d; min %.1f, max %.1f)\n",
-              decode_tokens, decode_tps, repeats, *std::min_element(decode.begin(), decode.end()),
-              *std::max_element(decode.begin(), decode.end()));
+  // max/min is the steadiness: how far apart the fastest and slowest rounds are.
+  const double decode_min = *std::min_element(decode.begin(), decode.end());
+  const double decode_max = *std::max_element(decode.begin(), decode.end());
+  std::printf("decode  batch 1, %d tokens: %8.1f tokens/s (median of %d; min %.1f, max %.1f, "
+              "max/min %.2f)\n",
+              decode_tokens, decode_tps, repeats, decode_min, decode_max, decode_max / decode_min);
   std::printf("prefill %d-token prompt:   %8.1f tokens/s (median of %d)\n", prompt_tokens,
               median(prefill), repeats);
   if (graphs) {
