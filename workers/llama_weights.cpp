@@ -14,6 +14,7 @@
 #include <string>
 
 #include "common/error.h"
+#include "kernels/cpu/thread_pool.h"
 #include "workers/checkpoint/checkpoint_reader.h"
 
 namespace tandem {
@@ -205,8 +206,7 @@ void fill_normal(std::span<float> out, float stddev, uint64_t seed, uint64_t ten
   const int64_t n = static_cast<int64_t>(out.size());
   const int64_t chunks = (n + kChunk - 1) / kChunk;
   const float kPi = 3.14159265358979323846f;
-#pragma omp parallel for schedule(static)
-  for (int64_t c = 0; c < chunks; ++c) {
+  cpu::parallel_for(chunks, chunks > 1, [&](int64_t c) {
     const uint64_t key = mix64(mix64(mix64(seed) ^ tensor_id) ^ static_cast<uint64_t>(c));
     const int64_t length = std::min(kChunk, n - c * kChunk);
     const int64_t half = (length + 1) / 2;
@@ -231,7 +231,7 @@ void fill_normal(std::span<float> out, float stddev, uint64_t seed, uint64_t ten
       cos_out[i] = -radius * (cos_x * cos_x - sin_x * sin_x);  // cos(pi + 2x)
       if (i < sin_count) sin_out[i] = -radius * 2.0f * sin_x * cos_x;  // sin(pi + 2x)
     }
-  }
+  });
 }
 
 constexpr float kDummyStddev = 0.02f;  // the usual initializer_range of Llama configs

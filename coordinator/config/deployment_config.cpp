@@ -46,7 +46,8 @@ const Keys kServerKeys = {"host",
 const Keys kModelsKeys = {"target", "draft"};
 const Keys kModelKeys = {"path", "load_format", "shape", "seed", "tokenizer"};
 const Keys kPlacementKeys = {"backend",          "weight_dtype",   "cuda_graphs",
-                             "batch_invariant",  "threads",        "coordinator_rank",
+                             "batch_invariant",  "cpu_threads",    "cpu_pinning",
+                             "coordinator_rank",
                              "draft_rank",       "draft_device",   "target_ranks",
                              "target_devices",   "step_timeout_seconds"};
 const Keys kSchedulerKeys = {"max_running_sessions", "max_queued_requests",
@@ -171,6 +172,8 @@ ModelSource read_model(const ConfigSection& section) {
 namespace {
 
 PlacementConfig read_placement(const ConfigSection& section, bool has_draft) {
+  if (section.has("threads"))
+    section.fail("threads", "was renamed cpu_threads (and cpu_pinning chooses where they run)");
   section.allow_only(kPlacementKeys);
   PlacementConfig placement;
   // The rules themselves are choose_compute's, shared with the CLI's flags.
@@ -187,7 +190,11 @@ PlacementConfig read_placement(const ConfigSection& section, bool has_draft) {
   placement.cuda_graphs = section.word("cuda_graphs", "true", {"true", "false"}) == "true";
   placement.batch_invariant =
       section.word("batch_invariant", "false", {"true", "false"}) == "true";
-  placement.threads = static_cast<int>(section.integer("threads", placement.threads, 0, 1024));
+  placement.cpu_threads =
+      static_cast<int>(section.integer("cpu_threads", placement.cpu_threads, 0, 1024));
+  placement.cpu_pinning = section.word("cpu_pinning", "none", {"none", "cores"}) == "cores"
+                              ? cpu::Pinning::cores
+                              : cpu::Pinning::none;
   constexpr int kMaxRank = 65535;
   placement.coordinator_rank = static_cast<int>(section.integer("coordinator_rank", 0, 0, kMaxRank));
   placement.draft_rank = static_cast<int>(

@@ -22,6 +22,7 @@
 #include "coordinator/config/coupling_setting.h"
 #include "coordinator/config/prefix_cache_setting.h"
 #include "kernels/backend.h"  // BackendKind
+#include "kernels/cpu/thread_pool.h"  // cpu::Pinning
 #include "workers/speculation/pipeline_policy.h"
 #include "workers/speculation/speculation_tuning.h"
 
@@ -71,7 +72,8 @@ struct PlacementConfig : RankPlacement {
   Dtype weight_dtype = Dtype::f32;         // of weight matrices: f32 (cpu's default), bf16 (cuda's) or f16
   bool cuda_graphs = true;  // replay repeated step shapes as CUDA graphs (Backend::begin_step_graph)
   bool batch_invariant = false;  // cuda: every matmul on the batch-invariant kernel (Backend::set_batch_invariant)
-  int threads = 0;                         // 0: all cores
+  int cpu_threads = 0;  // the CPU kernels' threads per process; 0: the CPUs it may run on
+  cpu::Pinning cpu_pinning = cpu::Pinning::none;  // cores: each worker thread on one CPU
 
   bool distributed() const { return world_size() > 1; }
 };

@@ -88,9 +88,11 @@ std::string describe(const DeploymentConfig& config) {
                     (config.placement.batch_invariant ? ", batch-invariant)" : ")")
               : std::string())
       << ", "
-      << (config.placement.threads == 0 ? "all cores"
-                                        : std::to_string(config.placement.threads) +
-                                              (config.placement.threads == 1 ? " thread" : " threads"))
+      << (config.placement.cpu_threads == 0
+              ? "a CPU thread per CPU it may run on"
+              : std::to_string(config.placement.cpu_threads) +
+                    (config.placement.cpu_threads == 1 ? " CPU thread" : " CPU threads"))
+      << (config.placement.cpu_pinning == cpu::Pinning::cores ? " pinned to cores" : "")
       << describe_roles(config.placement, config.draft.has_value()) << "\n";
   out << "speculation: drafter " << describe_drafter(speculation) << ", gamma "
       << (speculation.gamma_auto ? "auto (" + describe_gamma_control(speculation) + ")"

@@ -1,6 +1,5 @@
 #include "coordinator/deployment/serve_in_role.h"
 
-#include <omp.h>
 #include <signal.h>
 
 #include <iostream>
@@ -19,6 +18,7 @@
 #include "coordinator/deployment/prefix_cache_apply.h"
 #include "coordinator/models/load_model.h"
 #include "coordinator/server/server_app.h"
+#include "kernels/cpu/thread_pool.h"
 #include "transport/world_communicator.h"
 
 namespace tandem {
@@ -33,7 +33,9 @@ int run_worker(const DeploymentConfig& config, PeerChannel& channel, Communicato
   // MPI_Init has started its own, which would take the signal and die of it.
   signal(SIGINT, SIG_IGN);
   signal(SIGTERM, SIG_IGN);
-  if (config.placement.threads > 0) omp_set_num_threads(config.placement.threads);
+  cpu::configure_threads(config.placement.cpu_threads, config.placement.cpu_pinning);
+  log_line(std::cerr, "worker rank CPU kernels: ", cpu::describe_threads(),
+           " (placement.cpu_threads, placement.cpu_pinning)");
   const WorkerLoader load = [&config](const ClusterLayout& layout, Communicator* group) {
     return load_worker_model(config, layout, group);
   };

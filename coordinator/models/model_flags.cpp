@@ -2,6 +2,7 @@
 
 #include "common/error.h"
 #include "coordinator/config/compute_choice.h"
+#include "kernels/cpu/thread_pool.h"
 
 namespace tandem {
 namespace {
@@ -58,6 +59,8 @@ void add_model_flags(cli::Command& command, ModelFlags& flags) {
   add_value(command, "--weight-dtype", flags.weight_dtype,
             "the weight matrices' dtype; by default fp32 on cpu, bf16 on cuda")
       .type_name("bf16|fp16|fp32");
+  add_value(command, "--threads", flags.threads,
+            "the CPU kernels' threads; 0: one per CPU this process may run on");
 }
 
 OpenModel open_model(const ModelFlags& flags, const TensorShard& shard) {
@@ -67,6 +70,9 @@ OpenModel open_model(const ModelFlags& flags, const TensorShard& shard) {
           "(random weights of that shape)");
   require(flags.draft.empty() || flags.dummy_draft.empty(), ErrorKind::invalid_argument,
           "give at most one of --draft DIR and --dummy-draft CONFIG_JSON");
+  require(flags.threads >= 0 && flags.threads <= 1024, ErrorKind::invalid_argument,
+          "--threads must be in [0, 1024], got " + std::to_string(flags.threads));
+  cpu::configure_threads(flags.threads, cpu::Pinning::none);
   OpenModel open;
   open.backend = open_backend(flags);
   open.target = load(dummy ? flags.dummy : flags.model, dummy, flags, *open.backend, shard);

@@ -26,6 +26,7 @@ struct ModelFlags {
   std::string backend = "cpu";
   int device = 0;
   std::string weight_dtype;  // "": the backend's default (fp32 on cpu, bf16 on cuda)
+  int threads = 0;           // the CPU kernels' threads; 0: the CPUs this process may run on
 };
 
 // Registers the flags above on a command, writing into flags.
@@ -38,6 +39,7 @@ struct OpenModel {
 };
 
 // Exactly one of --model and --dummy; at most one of --draft and --dummy-draft.
+// Also sets the CPU kernels' thread count (--threads) for the process.
 // shard: this process's part of a tensor-parallel target (the draft is never split).
 OpenModel open_model(const ModelFlags& flags, const TensorShard& shard = {});
 

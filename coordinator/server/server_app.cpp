@@ -1,6 +1,5 @@
 #include "coordinator/server/server_app.h"
 
-#include <omp.h>
 #include <pthread.h>
 #include <signal.h>
 #include <unistd.h>
@@ -18,6 +17,7 @@
 #include "coordinator/metrics/server_metrics.h"
 #include "coordinator/engine_loop/engine_loop.h"
 #include "coordinator/server/api_service.h"
+#include "kernels/cpu/thread_pool.h"
 #include "workers/speculation/speculative_engine.h"
 
 namespace tandem {
@@ -134,7 +134,9 @@ void ServerApp::start() {
   Parts& parts = *parts_;
   parts.started_by = pthread_self();
   const DeploymentConfig& config = config_;
-  if (config.placement.threads > 0) omp_set_num_threads(config.placement.threads);
+  cpu::configure_threads(config.placement.cpu_threads, config.placement.cpu_pinning);
+  log_line(log_, "CPU kernels: ", cpu::describe_threads(),
+           " (placement.cpu_threads, placement.cpu_pinning)");
 
   // Listen first, so that /health answers (and /ready says "loading") while
   // large checkpoints load.

@@ -3,6 +3,7 @@
 #include <vector>
 
 #include "kernels/cpu/ops.h"
+#include "kernels/cpu/thread_pool.h"
 
 namespace tandem::cpu {
 namespace {
@@ -68,18 +69,17 @@ void attention(const float* q, std::span<const SequenceSlice> slices, int H,
   // Threads pay off only when there is real work: thousands of dot products.
   const bool parallel = work * max_context * D >= (1 << 16);
 
-#pragma omp parallel if (parallel)
-  {
+  // Each chunk of (token, head) items gets its own scores buffer.
+  parallel_ranges(work, parallel, [&](int64_t begin, int64_t end) {
     std::vector<float> scores(static_cast<size_t>(max_context));
-#pragma omp for schedule(dynamic, 4)
-    for (long w = 0; w < work; ++w) {
+    for (int64_t w = begin; w < end; ++w) {
       const Item& item = items[static_cast<size_t>(w / H)];
       const int h = static_cast<int>(w % H);
       const size_t offset = (static_cast<size_t>(item.token) * H + h) * D;
       attend_one(q + offset, slices[static_cast<size_t>(item.slice)], h / group, item.last, cache,
                  scale, scores.data(), out + offset);
     }
-  }
+  });
 }
 
 }  // namespace tandem::cpu

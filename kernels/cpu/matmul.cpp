@@ -23,6 +23,7 @@
 
 #include "kernels/cpu/matmul_lanes.h"
 #include "kernels/cpu/ops.h"
+#include "kernels/cpu/thread_pool.h"
 
 namespace tandem::cpu {
 namespace {
@@ -71,9 +72,8 @@ void row_tile(const float* x, const float* w, int Kin, float* y) {
 void matmul_row(const float* x, const float* w, int Kin, int N, float* y) {
   const int blocks = (N + kRowsPerBlock - 1) / kRowsPerBlock;
   const bool parallel = static_cast<long>(Kin) * N >= kParallelWork;
-#pragma omp parallel for schedule(static) if (parallel)
-  for (int b = 0; b < blocks; ++b) {
-    const int n = b * kRowsPerBlock;
+  parallel_for(blocks, parallel, [&](int64_t b) {
+    const int n = static_cast<int>(b) * kRowsPerBlock;
     const float* wb = w + static_cast<size_t>(n) * Kin;
     switch (std::min(kRowsPerBlock, N - n)) {
       case 6: row_tile<6>(x, wb, Kin, y + n); break;
@@ -83,7 +83,7 @@ void matmul_row(const float* x, const float* w, int Kin, int N, float* y) {
       case 2: row_tile<2>(x, wb, Kin, y + n); break;
       default: row_tile<1>(x, wb, Kin, y + n); break;
     }
-  }
+  });
 }
 
 }  // namespace

@@ -25,6 +25,7 @@
 
 #include "kernels/cpu/matmul_contract.h"
 #include "kernels/cpu/ops.h"
+#include "kernels/cpu/thread_pool.h"
 
 namespace tandem::cpu {
 namespace {
@@ -121,9 +122,8 @@ void matmul_narrow(const float* x, const uint16_t* w, const float* bias, int T, 
                    float* y) {
   const int blocks = (N + 3) / 4;  // groups of four rows of w
   const bool parallel = static_cast<long>(T) * Kin * N >= kParallelWork;
-#pragma omp parallel for schedule(static) if (parallel)
-  for (int b = 0; b < blocks; ++b) {
-    const int n = b * 4;
+  parallel_for(blocks, parallel, [&](int64_t b) {
+    const int n = static_cast<int>(b) * 4;
     const uint16_t* wb = w + static_cast<size_t>(n) * Kin;
     switch (N - n >= 4 ? 4 : N - n) {
       case 4: row_block<Format, 4>(x, wb, T, Kin, N, y + n); break;
@@ -131,7 +131,7 @@ void matmul_narrow(const float* x, const uint16_t* w, const float* bias, int T, 
       case 2: row_block<Format, 2>(x, wb, T, Kin, N, y + n); break;
       default: row_block<Format, 1>(x, wb, T, Kin, N, y + n); break;
     }
-  }
+  });
   if (bias) {
     for (int t = 0; t < T; ++t) {
       float* row = y + static_cast<size_t>(t) * N;

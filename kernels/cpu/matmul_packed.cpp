@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "kernels/cpu/matmul_lanes.h"
+#include "kernels/cpu/thread_pool.h"
 
 namespace tandem::cpu {
 namespace {
@@ -165,18 +166,18 @@ void run(const float* x, const float* w, int T, int Kin, int N, float* y) {
   static thread_local std::vector<float> packed_x;
   packed_x.resize(static_cast<size_t>(x_panels) * panel_floats);
   float* const px = packed_x.data();
-#pragma omp parallel for schedule(static) if (parallel)
-  for (int p = 0; p < x_panels; ++p)
+  parallel_for(x_panels, parallel, [&](int64_t panel) {
+    const int p = static_cast<int>(panel);
     Tile<Halves>::pack_x(x + static_cast<size_t>(p) * kRows * Kin, Kin, std::min(kRows, T - p * kRows), steps,
                          px + static_cast<size_t>(p) * panel_floats);
+  });
 
   const int pass_panels = std::max<int>(1, static_cast<int>(kPassBytes / (panel_floats * sizeof(float))));
   for (int first = 0; first < x_panels; first += pass_panels) {
     const int last = std::min(x_panels, first + pass_panels);
-#pragma omp parallel for schedule(static) if (parallel)
-    for (int b = 0; b < w_panels; ++b) {
+    parallel_for(w_panels, parallel, [&](int64_t b) {
       static thread_local std::vector<float> copy;
-      const int n = b * kTileCols;
+      const int n = static_cast<int>(b) * kTileCols;
       WPanel panel;
       prepare_w_panel(w, Kin, N, n, copy, panel);
       typename Tile<Halves>::LaneSums lanes[kLanes];
@@ -185,7 +186,7 @@ void run(const float* x, const float* w, int T, int Kin, int N, float* y) {
         tile<Halves>(px + static_cast<size_t>(p) * panel_floats, panel, Kin, steps, std::min(kRows, T - t), N,
                      y + static_cast<size_t>(t) * N + n, lanes);
       }
-    }
+    });
   }
 }
 

@@ -7,6 +7,7 @@
 
 #include "common/error.h"
 #include "kernels/cpu/ops.h"
+#include "kernels/cpu/thread_pool.h"
 
 namespace tandem::cpu {
 namespace {
@@ -77,8 +78,7 @@ void moe_route(const float* router_logits, int T, int E, int top_k, bool norm_to
 
 void moe_combine(const float* expert_rows, const MoePlan& plan, int C, float* out) {
   const int K = plan.top_k;
-#pragma omp parallel for schedule(static) if (static_cast<long>(plan.tokens) * C >= (1 << 15))
-  for (int t = 0; t < plan.tokens; ++t) {
+  parallel_for(plan.tokens, static_cast<long>(plan.tokens) * C >= (1 << 15), [&](int64_t t) {
     float* dst = out + static_cast<size_t>(t) * C;
     std::fill(dst, dst + C, 0.0f);
     for (int k = 0; k < K; ++k) {  // k order: the same sum whatever the batch
@@ -87,7 +87,7 @@ void moe_combine(const float* expert_rows, const MoePlan& plan, int C, float* ou
       const float* src = expert_rows + static_cast<size_t>(plan.row_of_choice[at]) * C;
       for (int c = 0; c < C; ++c) dst[c] += w * src[c];
     }
-  }
+  });
 }
 
 }  // namespace tandem::cpu

@@ -1,6 +1,7 @@
 #include <cmath>
 
 #include "kernels/cpu/ops.h"
+#include "kernels/cpu/thread_pool.h"
 
 namespace tandem::cpu {
 namespace {
@@ -17,23 +18,21 @@ void normalize_row(const float* row, const float* weight, int C, float eps, floa
 }  // namespace
 
 void rmsnorm(const float* x, const float* weight, int T, int C, float eps, float* out) {
-#pragma omp parallel for schedule(static) if (static_cast<long>(T) * C >= (1 << 16))
-  for (int t = 0; t < T; ++t) {
+  parallel_for(T, static_cast<long>(T) * C >= (1 << 16), [&](int64_t t) {
     const size_t at = static_cast<size_t>(t) * C;
     normalize_row(x + at, weight, C, eps, out + at);
-  }
+  });
 }
 
 void add_rmsnorm(float* x, const float* y, const float* weight, int T, int C, float eps,
                  float* out) {
-#pragma omp parallel for schedule(static) if (static_cast<long>(T) * C >= (1 << 16))
-  for (int t = 0; t < T; ++t) {
+  parallel_for(T, static_cast<long>(T) * C >= (1 << 16), [&](int64_t t) {
     const size_t at = static_cast<size_t>(t) * C;
     float* row = x + at;
     // The whole row of y is read before out (which may be y) is written.
     for (int c = 0; c < C; ++c) row[c] += y[at + c];
     normalize_row(row, weight, C, eps, out + at);
-  }
+  });
 }
 
 }  // namespace tandem::cpu

@@ -1,6 +1,7 @@
 #include <cmath>
 
 #include "kernels/cpu/ops.h"
+#include "kernels/cpu/thread_pool.h"
 
 namespace tandem::cpu {
 
@@ -10,8 +11,7 @@ namespace tandem::cpu {
 void rope(float* x, std::span<const int32_t> positions, int heads, int D, const float* inv_freq) {
   const int half = D / 2;
   const long rows = static_cast<long>(positions.size());
-#pragma omp parallel for schedule(static) if (rows * heads * D >= (1 << 15))
-  for (long t = 0; t < rows; ++t) {
+  parallel_for(rows, rows * heads * D >= (1 << 15), [&](int64_t t) {
     // Angles in double: positions reach 10^5 and fp32 loses the phase there.
     const double position = positions[static_cast<size_t>(t)];
     for (int i = 0; i < half; ++i) {
@@ -26,7 +26,7 @@ void rope(float* x, std::span<const int32_t> positions, int heads, int D, const 
         head[i + half] = b * cos_a + a * sin_a;
       }
     }
-  }
+  });
 }
 
 }  // namespace tandem::cpu

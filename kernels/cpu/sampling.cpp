@@ -1,8 +1,7 @@
 // CPU reference of standardization, argmax and inverse-CDF sampling; the
 // definitions are in kernels/cpu/sampling.h.
 #include "kernels/cpu/sampling.h"
-
-#include <omp.h>
+#include "kernels/cpu/thread_pool.h"
 
 #include <algorithm>
 #include <bit>
@@ -268,16 +267,16 @@ void standardize(const float* logits, int rows, int V, std::span<const SamplingP
     any_keys = any_keys || needs_keys(p, V);
   }
   const bool shared = params.size() == 1;
-  const int threads = std::max(1, std::min(rows, omp_get_max_threads()));
-  // One (V) key scratch per thread, allocated here, not inside the region.
-  std::vector<uint64_t> scratch(any_keys ? static_cast<size_t>(threads) * V : 0);
-#pragma omp parallel for schedule(dynamic) num_threads(threads) if (rows > 1)
-  for (int r = 0; r < rows; ++r) {
-    const size_t offset = static_cast<size_t>(r) * V;
-    uint64_t* keys =
-        any_keys ? scratch.data() + static_cast<size_t>(omp_get_thread_num()) * V : nullptr;
-    standardize_row_unchecked(logits + offset, V, params[shared ? 0 : r], probs + offset, keys);
-  }
+  parallel_ranges(rows, rows > 1, [&](int64_t begin, int64_t end) {
+    // One (V) key scratch per chunk of rows: a row's work is O(V) anyway.
+    std::vector<uint64_t> scratch(any_keys ? static_cast<size_t>(V) : 0);
+    uint64_t* keys = any_keys ? scratch.data() : nullptr;
+    for (int64_t r = begin; r < end; ++r) {
+      const size_t offset = static_cast<size_t>(r) * V;
+      standardize_row_unchecked(logits + offset, V, params[shared ? 0 : static_cast<size_t>(r)],
+                                probs + offset, keys);
+    }
+  });
 }
 
 void argmax(const float* logits, int rows, int V, int32_t* out) {
@@ -286,8 +285,8 @@ void argmax(const float* logits, int rows, int V, int32_t* out) {
   if (rows == 0) return;
   require(logits != nullptr && out != nullptr, ErrorKind::invalid_argument,
           "argmax: logits and out must not be null");
-#pragma omp parallel for if (rows > 1 && static_cast <size_t>(rows) * V >= (size_t{1} << 16))
-  for (int r = 0; r < rows; ++r) out[r] = argmax_row(logits + static_cast<size_t>(r) * V, V);
+  parallel_for(rows, rows > 1 && static_cast<size_t>(rows) * V >= (size_t{1} << 16),
+               [&](int64_t r) { out[r] = argmax_row(logits + static_cast<size_t>(r) * V, V); });
 }
 
 void find_nonfinite_rows(const float* x, int rows, int V, uint8_t* out) {
@@ -296,14 +295,13 @@ void find_nonfinite_rows(const float* x, int rows, int V, uint8_t* out) {
   if (rows == 0) return;
   require(x != nullptr && out != nullptr, ErrorKind::invalid_argument,
           "find_nonfinite_rows: x and out must not be null");
-#pragma omp parallel for if (rows > 1 && static_cast <size_t>(rows) * V >= (size_t{1} << 16))
-  for (int r = 0; r < rows; ++r) {
+  parallel_for(rows, rows > 1 && static_cast<size_t>(rows) * V >= (size_t{1} << 16), [&](int64_t r) {
     const float* row = x + static_cast<size_t>(r) * V;
     bool finite = true;
     // No early exit: the loop stays branch-free and vectorizes.
     for (int i = 0; i < V; ++i) finite &= std::isfinite(row[i]);
     out[r] = finite ? 0 : 1;
-  }
+  });
 }
 
 int32_t sample_row(const float* probs, int V, double u) {

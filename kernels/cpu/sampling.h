@@ -22,7 +22,7 @@
 // -inf entries get 0; a NaN logit is treated as -inf (never NaN out).
 //
 // Thread safety: all functions are pure (no shared state); rows of one
-// standardize() call are processed in parallel with OpenMP.
+// standardize() call are processed in parallel (thread_pool.h).
 #pragma once
 
 #include <cstdint>

@@ -1,13 +1,13 @@
 #include <cmath>
 
 #include "kernels/cpu/ops.h"
+#include "kernels/cpu/thread_pool.h"
 
 namespace tandem::cpu {
 
 void swiglu(const float* gate_up, int T, int I, float* out) {
   // Rows in parallel when a prefill brings many: exp is the costly part.
-#pragma omp parallel for schedule(static) if (static_cast<long>(T) * I >= (1 << 15))
-  for (int t = 0; t < T; ++t) {
+  parallel_for(T, static_cast<long>(T) * I >= (1 << 15), [&](int64_t t) {
     const float* gate = gate_up + static_cast<size_t>(t) * 2 * I;
     const float* up = gate + I;
     float* dst = out + static_cast<size_t>(t) * I;
@@ -15,7 +15,7 @@ void swiglu(const float* gate_up, int T, int I, float* out) {
       const float g = gate[i];
       dst[i] = g / (1.0f + std::exp(-g)) * up[i];  // silu(g) = g * sigmoid(g)
     }
-  }
+  });
 }
 
 }  // namespace tandem::cpu

@@ -2,8 +2,7 @@
 // Leviathan et al. 2023, with Appendix A.5's lenience); the definitions and
 // the bit-exact contract are in kernels/cpu/verify.h.
 #include "kernels/cpu/verify.h"
-
-#include <omp.h>
+#include "kernels/cpu/thread_pool.h"
 
 #include <algorithm>
 #include <cmath>
@@ -142,7 +141,7 @@ float acceptance_probability(const VerifyBlock& block, int j, int V) {
 // finite sum (in double), else it throws. For float entries that is exactly
 // "the largest entry is positive and finite": a sum of at most 2^31 finite
 // floats stays finite in double. A max vectorizes where the sum (a serial
-// chain) does not; checking first keeps exceptions out of the OpenMP region.
+// chain) does not; checking first keeps exceptions out of the parallel region.
 bool drawable(float largest) { return largest > 0.0f && std::isfinite(largest); }
 float largest_entry(const float* probs, int V) {
   constexpr int kLanes = 16;  // independent lanes: vectorizes without -ffast-math
@@ -282,17 +281,17 @@ void verify(std::span<const VerifyBlock> blocks, int V, std::span<VerifyOutcome>
   // a bad p row found mid-way changes nothing either.
   const int blocks_n = static_cast<int>(blocks.size());
   const bool parallel = blocks_n > 1 && work >= kParallelWork;
-  const int threads = parallel ? std::max(1, std::min(blocks_n, omp_get_max_threads())) : 1;
-  std::vector<float> scratch(any_draft ? static_cast<size_t>(threads) * V : 0);  // (threads, V)
   std::vector<BlockResult> staged(blocks.size());
   std::vector<float> staged_beta(beta.size());
-#pragma omp parallel for schedule(dynamic) num_threads(threads) if (parallel)
-  for (int b = 0; b < blocks_n; ++b) {
-    float* residual =
-        any_draft ? scratch.data() + static_cast<size_t>(omp_get_thread_num()) * V : nullptr;
-    float* block_beta = beta.empty() ? nullptr : staged_beta.data() + beta_offset[b];
-    staged[b] = verify_block(blocks[b], V, block_beta, residual);
-  }
+  parallel_ranges(blocks_n, parallel, [&](int64_t begin, int64_t end) {
+    // One (V) residual scratch per chunk of blocks.
+    std::vector<float> scratch(any_draft ? static_cast<size_t>(V) : 0);
+    float* residual = any_draft ? scratch.data() : nullptr;
+    for (int64_t b = begin; b < end; ++b) {
+      float* block_beta = beta.empty() ? nullptr : staged_beta.data() + beta_offset[b];
+      staged[b] = verify_block(blocks[b], V, block_beta, residual);
+    }
+  });
   for (size_t b = 0; b < blocks.size(); ++b) {
     if (staged[b].bad_row >= 0) {
       invalid(field(b, "p") + " row " + std::to_string(staged[b].bad_row) +

@@ -58,7 +58,7 @@
 // both couplings may share one verify() call.
 //
 // Thread safety: both functions are pure (no shared state); blocks of one
-// verify() call run in parallel with OpenMP when there is enough work.
+// verify() call run in parallel (thread_pool.h) when there is enough work.
 #pragma once
 
 #include <cstdint>

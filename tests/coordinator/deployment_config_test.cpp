@@ -133,7 +133,8 @@ TEST(DeploymentConfig, DefaultsFillEverythingButTheTarget) {
   EXPECT_EQ(config.target.seed, 0u);
   EXPECT_FALSE(config.draft.has_value());
   EXPECT_EQ(config.placement.backend, BackendKind::cpu);
-  EXPECT_EQ(config.placement.threads, 0);
+  EXPECT_EQ(config.placement.cpu_threads, 0);
+  EXPECT_EQ(config.placement.cpu_pinning, cpu::Pinning::none);
   EXPECT_EQ(config.speculation.drafter, DrafterKind::none);  // no draft model configured
   EXPECT_TRUE(config.speculation.gamma_auto);
   EXPECT_EQ(config.speculation.max_gamma, 8);

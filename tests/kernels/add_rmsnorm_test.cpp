@@ -47,7 +47,7 @@ TEST_P(AddRmsnorm, EqualsAddThenRmsnormBitForBit) {
   EXPECT_EQ(aliased_y, unfused_out);
 }
 
-// 64 and 4096: rows too short and long enough for the OpenMP split.
+// 64 and 4096: rows too short and long enough for the threads' split.
 INSTANTIATE_TEST_SUITE_P(Widths, AddRmsnorm, ::testing::Values(64, 4096));
 
 }  // namespace

@@ -456,7 +456,7 @@ TEST(VerifyExact, MatchesTheReferenceAndReportsSumsOfMinima) {
 }
 
 TEST(VerifyExact, ReplaysAloneOrInAnyBatchOrder) {
-  // Large enough that the batch runs on OpenMP threads, single blocks not.
+  // Large enough that the batch runs on the pool's threads, single blocks not.
   const int V = 1000;
   const Blocks s = random_blocks(60, V, 11);
   std::vector<int> order(s.blocks.size());

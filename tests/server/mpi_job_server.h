@@ -85,7 +85,7 @@ class MpiJobServer {
   static std::string placement(bool draft, int ranks) {
     std::string targets;
     for (int r = draft ? 2 : 1; r < ranks; ++r) targets += (targets.empty() ? "" : ", ") + std::to_string(r);
-    return "placement:\n  threads: 1\n" + std::string(draft ? "  draft_rank: 1\n" : "") +
+    return "placement:\n  cpu_threads: 1\n" + std::string(draft ? "  draft_rank: 1\n" : "") +
            "  target_ranks: [" + targets + "]\n";
   }
 

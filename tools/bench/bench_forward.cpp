@@ -136,10 +136,12 @@ void report(LlamaModel& model, const ForwardFlags& flags, const Rates& rates, si
               static_cast<long long>(c.parameter_count()), c.hidden_size, c.intermediate_size,
               c.num_layers, c.num_heads, c.head_dim, c.num_kv_heads, c.vocab_size,
               dtype_name(backend.weight_dtype()), backend.description().c_str());
-  std::printf("decode  batch 1, %d tokens: %8.1f tokens/s (median of %d; min %.1f, max %.1f)\n",
-              flags.decode_tokens, decode_tps, flags.repeats,
-              *std::min_element(rates.decode.begin(), rates.decode.end()),
-              *std::max_element(rates.decode.begin(), rates.decode.end()));
+  // max/min is the steadiness: how far apart the fastest and slowest rounds are.
+  const double decode_min = *std::min_element(rates.decode.begin(), rates.decode.end());
+  const double decode_max = *std::max_element(rates.decode.begin(), rates.decode.end());
+  std::printf("decode  batch 1, %d tokens: %8.1f tokens/s (median of %d; min %.1f, max %.1f, "
+              "max/min %.2f)\n",
+              flags.decode_tokens, decode_tps, flags.repeats, decode_min, decode_max, decode_max / decode_min);
   std::printf("prefill %d-token prompt:   %8.1f tokens/s (median of %d)\n", flags.prompt_tokens,
               median(rates.prefill), flags.repeats);
   if (!rates.decode_without_graphs.empty()) {

@@ -7,9 +7,12 @@
 #include <cstdio>
 #include <memory>
 #include <random>
+#include <string>
 #include <vector>
 
+#include "common/error.h"
 #include "kernels/cpu/ops.h"
+#include "kernels/cpu/thread_pool.h"
 #include "tools/bench/bench_suites.h"
 
 namespace tandem::bench {
@@ -30,7 +33,12 @@ double seconds_per_call(F&& call, double min_seconds) {
   return elapsed / calls;
 }
 
-int bench_matmul(double min_seconds) {
+int bench_matmul(double min_seconds, int threads) {
+  require(threads >= 0 && threads <= 1024, ErrorKind::invalid_argument,
+          "--threads must be in [0, 1024], got " + std::to_string(threads));
+  // Both sides get the same number of threads.
+  cpu::configure_threads(threads, cpu::Pinning::none);
+  openblas_set_num_threads(cpu::default_pool().threads());
   struct Shape {
     int T, Kin, N;
     const char* what;
@@ -68,8 +76,11 @@ int bench_matmul(double min_seconds) {
 
 cli::Run define_matmul(cli::Command& command) {
   auto seconds = std::make_shared<double>(0.3);
+  auto threads = std::make_shared<int>(0);
   cli::add_value(command, "--seconds", *seconds, "time each side at least this long per shape");
-  return [seconds] { return bench_matmul(*seconds); };
+  cli::add_value(command, "--threads", *threads,
+                 "threads of each side; 0: one per CPU this process may run on");
+  return [seconds, threads] { return bench_matmul(*seconds, *threads); };
 }
 
 }  // namespace tandem::bench

@@ -1,7 +1,7 @@
 // `tandem-bench pipeline`: pipelined drafting against lockstep drafting, side
 // by side in one run, in one process: the draft model drafts on a thread of
 // its own (ModelDrafter::run_apart) while the engine thread runs the target.
-// Run with OMP_NUM_THREADS=1 so the two each keep one core: on a 2-core
+// Run with --threads 1 so the two each keep one core: on a 2-core
 // machine that is "the draft and the target on separate cores". For each
 // batch size it runs the same sessions with pipeline off (lockstep), ahead,
 // pingpong and auto, each on an engine of its own warmed up once, and

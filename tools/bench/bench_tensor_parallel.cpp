@@ -6,13 +6,11 @@
 // Three layouts share the job's cores, each timed alone while the other
 // ranks wait (sleeping, not spinning: they would steal the cores):
 //   TP 1 x 1 thread     rank 0 alone, one core;
-//   TP 1 x N threads    rank 0 alone with N OpenMP threads (the same cores
+//   TP 1 x N threads    rank 0 alone with N kernel threads (the same cores
 //                       as TP N, used by one process);
 //   TP N x 1 thread     N ranks, one thread each.
 // Workloads: decode steps of B sequences adding one token each, and one
 // prefill of P tokens.
-#include <omp.h>
-
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
@@ -100,10 +98,11 @@ std::vector<std::vector<Timing>> time_layouts(Communicator& world,
     std::iota(ranks.begin(), ranks.end(), 0);
     std::unique_ptr<Communicator> group = world.split(ranks);
     if (group) {
-      omp_set_num_threads(layout.threads);
+      ModelFlags layout_flags = flags;  // the layout decides the threads, not --threads
+      layout_flags.threads = layout.threads;
       const TensorShard shard{group->rank(), group->size(),
                               group->size() > 1 ? group.get() : nullptr};
-      OpenModel open = open_model(flags, shard);
+      OpenModel open = open_model(layout_flags, shard);
       std::vector<Timing> timings;
       for (const Workload& w : workloads)
         timings.push_back(time_workload(*open.target.model, *open.target.cache, w));

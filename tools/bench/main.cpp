@@ -16,7 +16,7 @@ int main(int argc, char** argv) {
                   define_speculative);
   cli.add_command("coupling",
                   "rejection vs the Gumbel coupling per temperature and gamma: alpha beside "
-                  "its bound, speed-up, outputs equal to plain decoding (run with OMP_NUM_THREADS=1 on a "
+                  "its bound, speed-up, outputs equal to plain decoding (run with --threads 1 on a "
                   "shared machine)",
                   define_coupling);
   cli.add_command("steps", "v(k): the cost of k new tokens per sequence vs 1; c of a draft",
@@ -25,7 +25,7 @@ int main(int argc, char** argv) {
                   define_batching);
   cli.add_command("pipeline",
                   "pipelined vs lockstep drafting, the draft on its own thread (run with "
-                  "OMP_NUM_THREADS=1)",
+                  "--threads 1)",
                   define_pipeline);
   cli.add_command("tensor-parallel",
                   "TP 1 vs TP N step times, communication apart (under mpirun -np N)",

@@ -15,7 +15,7 @@ namespace tandem::bench {
 // 32 MiB where neither says).
 size_t last_level_cache_bytes();
 
-// GB/s of a plain multi-threaded streaming read (the OpenMP threads, each
+// GB/s of a plain multi-threaded streaming read (the kernels' thread pool, each
 // summing its contiguous share with several vector accumulators) over a
 // buffer of `bytes`, best of `rounds` passes. The roofline a decode step,
 // which must read every weight once, can approach.

@@ -11,7 +11,7 @@ set -euo pipefail
 bench=$1 source=$2
 cd "$source"
 sessions=3
-output=$(OMP_NUM_THREADS=1 "$bench" coupling --model models/tiny/target --draft models/tiny/draft \
+output=$("$bench" coupling --threads 1 --model models/tiny/target --draft models/tiny/draft \
   --temperatures 1 --gammas 2 --no-auto --sessions $sessions --max-tokens 12 --repeats 1)
 echo "$output"
 fail() { echo "FAIL: $1"; exit 1; }

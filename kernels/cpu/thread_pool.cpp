@@ -1,0 +1,272 @@
+// The pool of thread_pool.h. The protocol, in one place:
+//
+// run() fills a Job on its own stack, publishes it in `current`, bumps
+// `generation` (the futex word workers sleep on) and wakes sleepers only if
+// some are asleep. Everyone, the caller included, then claims chunks with
+// one fetch_add on `next` and counts finished ones in `done`. The caller
+// waits (spin, then futex on `done`) until every chunk is done, withdraws
+// the job (`current` = null) and waits until no worker still holds it
+// (`users` = 0): a worker announces itself in `users` before reading
+// `current`, so a late one either sees null or is waited for. Both pairs
+// of (announce, check) are sequentially consistent, the classic pattern
+// that stops a wake-up or a reader being missed.
+#include "kernels/cpu/thread_pool.h"
+
+#include <linux/futex.h>
+#include <pthread.h>
+#include <sched.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <climits>
+#include <exception>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "common/error.h"
+
+namespace tandem::cpu {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+// How long a waiting thread polls before it sleeps: longer than the gap
+// between a step's ops, far shorter than a scheduler time slice.
+constexpr auto kSpin = std::chrono::microseconds(50);
+// Chunks per thread: enough that others can take a descheduled thread's
+// share, few enough that claiming one (an atomic add) costs nothing.
+constexpr int64_t kChunksPerThread = 4;
+
+void futex_wait(std::atomic<uint32_t>& word, uint32_t expected) {
+  // Returns at once if the word no longer holds `expected`; spurious
+  // wake-ups are fine, every caller re-checks in a loop.
+  syscall(SYS_futex, reinterpret_cast<uint32_t*>(&word), FUTEX_WAIT_PRIVATE, expected, nullptr,
+          nullptr, 0);
+}
+
+void futex_wake_all(std::atomic<uint32_t>& word) {
+  syscall(SYS_futex, reinterpret_cast<uint32_t*>(&word), FUTEX_WAKE_PRIVATE, INT_MAX, nullptr,
+          nullptr, 0);
+}
+
+inline void cpu_relax() {
+#if defined(__x86_64__) || defined(__i386__)
+  __builtin_ia32_pause();
+#elif defined(__aarch64__)
+  asm volatile("yield");
+#endif
+}
+
+// Polls `ready` for kSpin; false if it never held.
+template <class Ready>
+bool spin_until(Ready ready) {
+  const auto until = Clock::now() + kSpin;
+  for (;;) {
+    for (int i = 0; i < 64; ++i) {
+      if (ready()) return true;
+      cpu_relax();
+    }
+    if (Clock::now() >= until) return false;
+  }
+}
+
+// Set while a thread runs a pool's chunks: a parallel_for inside runs serially.
+thread_local bool tl_in_pool = false;
+
+std::vector<int> allowed_cpus() {
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  std::vector<int> cpus;
+  if (sched_getaffinity(0, sizeof(set), &set) == 0) {
+    for (int cpu = 0; cpu < CPU_SETSIZE; ++cpu)
+      if (CPU_ISSET(cpu, &set)) cpus.push_back(cpu);
+  }
+  return cpus;
+}
+
+}  // namespace
+
+const char* pinning_name(Pinning pinning) { return pinning == Pinning::cores ? "cores" : "none"; }
+
+int available_cpus() { return std::max<int>(1, static_cast<int>(allowed_cpus().size())); }
+
+struct Job {
+  RangeBody body;
+  int64_t n = 0;
+  int64_t chunks = 0;
+  std::atomic<int64_t> next{0};
+  std::atomic<uint32_t> done{0};
+  std::atomic<bool> caller_asleep{false};
+  std::atomic<bool> failed{false};
+  std::mutex error_mutex;
+  std::exception_ptr error;
+
+  explicit Job(RangeBody b) : body(b) {}
+
+  // Claims and runs chunks until none is left.
+  void work() {
+    for (;;) {
+      const int64_t c = next.fetch_add(1, std::memory_order_relaxed);
+      if (c >= chunks) return;
+      if (!failed.load(std::memory_order_relaxed)) {
+        try {
+          body(n * c / chunks, n * (c + 1) / chunks);
+        } catch (...) {
+          std::lock_guard lock(error_mutex);
+          if (!error) error = std::current_exception();
+          failed.store(true, std::memory_order_relaxed);
+        }
+      }
+      const uint32_t finished = done.fetch_add(1, std::memory_order_seq_cst) + 1;
+      if (finished == static_cast<uint32_t>(chunks) && caller_asleep.load(std::memory_order_seq_cst))
+        futex_wake_all(done);
+    }
+  }
+};
+
+struct ThreadPool::State {
+  int threads = 1;
+  Pinning pinning = Pinning::none;
+  std::vector<std::thread> workers;
+  std::mutex busy;  // one section at a time; others run serially
+  std::atomic<uint32_t> generation{0};
+  std::atomic<int> sleepers{0};
+  std::atomic<Job*> current{nullptr};
+  std::atomic<int> users{0};
+  std::atomic<bool> stop{false};
+
+  // `seen` is the generation when the pool was made, not when this thread
+  // first runs: a worker the OS starts late must still see every bump since,
+  // the destructor's included.
+  void worker_loop(uint32_t seen) {
+    tl_in_pool = true;
+    for (;;) {
+      if (!spin_until([&] { return generation.load(std::memory_order_acquire) != seen; })) {
+        sleepers.fetch_add(1, std::memory_order_seq_cst);
+        while (generation.load(std::memory_order_seq_cst) == seen) futex_wait(generation, seen);
+        sleepers.fetch_sub(1, std::memory_order_seq_cst);
+      }
+      seen = generation.load(std::memory_order_acquire);
+      if (stop.load(std::memory_order_acquire)) return;
+      users.fetch_add(1, std::memory_order_seq_cst);
+      if (Job* job = current.load(std::memory_order_seq_cst)) job->work();
+      users.fetch_sub(1, std::memory_order_seq_cst);
+    }
+  }
+
+  void wake_workers() {
+    generation.fetch_add(1, std::memory_order_seq_cst);
+    if (sleepers.load(std::memory_order_seq_cst) > 0) futex_wake_all(generation);
+  }
+};
+
+ThreadPool::ThreadPool(int threads, Pinning pinning) : state_(std::make_unique<State>()) {
+  require(threads >= 1, ErrorKind::invalid_argument,
+          "a thread pool needs at least 1 thread, got " + std::to_string(threads));
+  state_->threads = threads;
+  state_->pinning = pinning;
+  const std::vector<int> cpus = allowed_cpus();
+  for (int i = 1; i < threads; ++i) {
+    state_->workers.emplace_back([state = state_.get()] { state->worker_loop(0); });
+    if (pinning == Pinning::cores && !cpus.empty()) {
+      cpu_set_t set;
+      CPU_ZERO(&set);
+      CPU_SET(cpus[static_cast<size_t>(i) % cpus.size()], &set);
+      // Best effort: a CPU taken away since is no reason to stop serving.
+      pthread_setaffinity_np(state_->workers.back().native_handle(), sizeof(set), &set);
+    }
+  }
+}
+
+ThreadPool::~ThreadPool() {
+  state_->stop.store(true, std::memory_order_release);
+  state_->wake_workers();
+  for (std::thread& worker : state_->workers) worker.join();
+}
+
+int ThreadPool::threads() const { return state_->threads; }
+Pinning ThreadPool::pinning() const { return state_->pinning; }
+
+int64_t ThreadPool::chunk_count(int64_t n, int threads) {
+  return std::min<int64_t>(n, static_cast<int64_t>(threads) * kChunksPerThread);
+}
+
+void ThreadPool::run(int64_t n, RangeBody body) {
+  if (n <= 0) return;
+  State& s = *state_;
+  std::unique_lock lock(s.busy, std::try_to_lock);
+  if (s.threads == 1 || n == 1 || tl_in_pool || !lock.owns_lock()) {
+    body(0, n);  // nested, contended or single-threaded: serially, same results
+    return;
+  }
+  Job job(body);
+  job.n = n;
+  job.chunks = chunk_count(n, s.threads);
+  s.current.store(&job, std::memory_order_seq_cst);
+  s.wake_workers();
+
+  tl_in_pool = true;
+  job.work();
+  tl_in_pool = false;
+
+  const auto all_done = [&] {
+    return job.done.load(std::memory_order_acquire) == static_cast<uint32_t>(job.chunks);
+  };
+  if (!spin_until(all_done)) {
+    job.caller_asleep.store(true, std::memory_order_seq_cst);
+    for (uint32_t seen = job.done.load(std::memory_order_seq_cst);
+         seen != static_cast<uint32_t>(job.chunks); seen = job.done.load(std::memory_order_seq_cst))
+      futex_wait(job.done, seen);
+  }
+  // Withdraw the job; a worker that announced itself before may still be
+  // reading it (it finds no chunk left and leaves at once).
+  s.current.store(nullptr, std::memory_order_seq_cst);
+  while (s.users.load(std::memory_order_seq_cst) != 0) std::this_thread::yield();
+  lock.unlock();
+  if (job.error) std::rethrow_exception(job.error);
+}
+
+namespace {
+
+std::mutex g_pool_mutex;
+std::unique_ptr<ThreadPool> g_pool;          // owned here, replaced under the mutex
+std::atomic<ThreadPool*> g_current{nullptr};  // read without the lock by every kernel
+bool g_threads_chosen = false;                // by configure_threads(), not the default
+
+}  // namespace
+
+ThreadPool& default_pool() {
+  if (ThreadPool* pool = g_current.load(std::memory_order_acquire)) return *pool;
+  std::lock_guard lock(g_pool_mutex);
+  if (!g_pool) g_pool = std::make_unique<ThreadPool>(available_cpus());
+  g_current.store(g_pool.get(), std::memory_order_release);
+  return *g_pool;
+}
+
+void configure_threads(int threads, Pinning pinning) {
+  require(threads >= 0, ErrorKind::invalid_argument,
+          "the CPU thread count must be >= 0 (0: the CPUs this process may run on), got " +
+              std::to_string(threads));
+  std::lock_guard lock(g_pool_mutex);
+  g_current.store(nullptr, std::memory_order_release);
+  g_pool.reset();  // joins the old workers first
+  g_pool = std::make_unique<ThreadPool>(threads == 0 ? available_cpus() : threads, pinning);
+  g_threads_chosen = threads != 0;
+  g_current.store(g_pool.get(), std::memory_order_release);
+}
+
+std::string describe_threads() {
+  const ThreadPool& pool = default_pool();
+  std::lock_guard lock(g_pool_mutex);
+  const int n = pool.threads();
+  return std::to_string(n) + (n == 1 ? " thread" : " threads") +
+         (g_threads_chosen ? "" : " (the CPUs this process may run on)") +
+         (pool.pinning() == Pinning::cores ? ", workers pinned to cores" : ", no pinning");
+}
+
+}  // namespace tandem::cpu

@@ -1,0 +1,213 @@
+// The CPU kernels' thread pool: every index exactly once whatever the
+// thread count, nested and contended calls run serially, a body's exception
+// reaches the caller, many quick sections and more threads than CPUs do not
+// deadlock, and destruction joins every worker. Then the property the pool
+// exists to keep: the matmul and the norm give the same bits with 1, 2, 3
+// or 5 threads.
+#include <gtest/gtest.h>
+#include <pthread.h>
+#include <sched.h>
+
+#include <algorithm>
+#include <atomic>
+#include <filesystem>
+#include <mutex>
+#include <random>
+#include <stdexcept>
+#include <thread>
+#include <vector>
+
+#include "common/error.h"
+#include "kernels/cpu/ops.h"
+#include "kernels/cpu/thread_pool.h"
+
+namespace tandem {
+namespace {
+
+using cpu::Pinning;
+using cpu::ThreadPool;
+
+// Runs body(i) for i in [0, n) on `pool`.
+template <class Body>
+void for_each_index(ThreadPool& pool, int64_t n, Body body) {
+  auto ranges = [&body](int64_t begin, int64_t end) {
+    for (int64_t i = begin; i < end; ++i) body(i);
+  };
+  pool.run(n, cpu::RangeBody(ranges));
+}
+
+TEST(ThreadPool, VisitsEveryIndexExactlyOnce) {
+  for (int threads : {1, 2, 3, 5}) {
+    ThreadPool pool(threads);
+    for (int64_t n : {0, 1, 2, 3, 7, 19, 64, 1000, 100003}) {
+      std::vector<std::atomic<int>> visits(static_cast<size_t>(n));
+      for_each_index(pool, n, [&](int64_t i) { visits[static_cast<size_t>(i)].fetch_add(1); });
+      for (int64_t i = 0; i < n; ++i)
+        ASSERT_EQ(visits[static_cast<size_t>(i)].load(), 1) << "threads " << threads << ", n " << n
+                                                             << ", index " << i;
+    }
+  }
+}
+
+TEST(ThreadPool, ChunksAreTheFixedPartitionOfN) {
+  ThreadPool pool(3);
+  const int64_t n = 1001;
+  std::mutex mutex;
+  std::vector<std::pair<int64_t, int64_t>> seen;
+  auto record = [&](int64_t begin, int64_t end) {
+    std::lock_guard lock(mutex);
+    seen.emplace_back(begin, end);
+  };
+  pool.run(n, cpu::RangeBody(record));
+  std::sort(seen.begin(), seen.end());
+  const int64_t chunks = ThreadPool::chunk_count(n, 3);
+  ASSERT_EQ(static_cast<int64_t>(seen.size()), chunks);
+  for (int64_t c = 0; c < chunks; ++c) {
+    EXPECT_EQ(seen[static_cast<size_t>(c)].first, n * c / chunks);
+    EXPECT_EQ(seen[static_cast<size_t>(c)].second, n * (c + 1) / chunks);
+  }
+}
+
+TEST(ThreadPool, NestedCallRunsSeriallyOnTheSameThread) {
+  ThreadPool pool(4);
+  std::atomic<int> inner_total{0};
+  std::atomic<int> inner_on_other_thread{0};
+  for_each_index(pool, 16, [&](int64_t) {
+    const auto outer = std::this_thread::get_id();
+    for_each_index(pool, 10, [&](int64_t i) {
+      inner_total.fetch_add(static_cast<int>(i));
+      if (std::this_thread::get_id() != outer) inner_on_other_thread.fetch_add(1);
+    });
+  });
+  EXPECT_EQ(inner_total.load(), 16 * 45);
+  EXPECT_EQ(inner_on_other_thread.load(), 0);
+}
+
+TEST(ThreadPool, TwoCallingThreadsShareOnePoolSafely) {
+  ThreadPool pool(3);
+  std::atomic<int64_t> sums[2] = {0, 0};
+  auto caller = [&](int which) {
+    for (int round = 0; round < 300; ++round)
+      for_each_index(pool, 100, [&](int64_t i) { sums[which].fetch_add(i); });
+  };
+  std::thread a(caller, 0), b(caller, 1);
+  a.join();
+  b.join();
+  EXPECT_EQ(sums[0].load(), 300 * 4950);
+  EXPECT_EQ(sums[1].load(), 300 * 4950);
+}
+
+TEST(ThreadPool, ExceptionReachesTheCallerAndThePoolStaysUsable) {
+  ThreadPool pool(3);
+  EXPECT_THROW(for_each_index(pool, 200,
+                              [](int64_t i) {
+                                if (i == 77) throw std::runtime_error("index 77");
+                              }),
+               std::runtime_error);
+  std::atomic<int64_t> sum{0};
+  for_each_index(pool, 200, [&](int64_t i) { sum.fetch_add(i); });
+  EXPECT_EQ(sum.load(), 199 * 200 / 2);
+}
+
+TEST(ThreadPool, ManyRapidSections) {
+  ThreadPool pool(2);
+  std::atomic<int64_t> total{0};
+  for (int round = 0; round < 20000; ++round)
+    for_each_index(pool, 8, [&](int64_t i) { total.fetch_add(i + 1); });
+  EXPECT_EQ(total.load(), int64_t{20000} * 36);
+}
+
+TEST(ThreadPool, MoreThreadsThanCpusFinish) {
+  // Four times the CPUs: workers are mostly off-CPU and must not be waited
+  // for (the others take their chunks); ctest's timeout catches a deadlock.
+  ThreadPool pool(4 * cpu::available_cpus() + 1);
+  std::atomic<int64_t> total{0};
+  for (int round = 0; round < 2000; ++round)
+    for_each_index(pool, 64, [&](int64_t) { total.fetch_add(1); });
+  EXPECT_EQ(total.load(), int64_t{2000} * 64);
+}
+
+size_t thread_count_of_process() {
+  size_t count = 0;
+  for ([[maybe_unused]] const auto& entry : std::filesystem::directory_iterator("/proc/self/task"))
+    ++count;
+  return count;
+}
+
+TEST(ThreadPool, DestructionJoinsEveryWorker) {
+  const size_t before = thread_count_of_process();
+  for (int round = 0; round < 50; ++round) {
+    ThreadPool pool(4);
+    EXPECT_EQ(thread_count_of_process(), before + 3);
+    if (round % 2 == 0) for_each_index(pool, 32, [](int64_t) {});
+  }
+  EXPECT_EQ(thread_count_of_process(), before);
+}
+
+TEST(ThreadPool, PinnedWorkersEachRunOnOneCpu) {
+  ThreadPool pool(2, Pinning::cores);
+  EXPECT_EQ(pool.pinning(), Pinning::cores);
+  const auto caller = std::this_thread::get_id();
+  std::atomic<int> wrong{0};
+  std::atomic<int64_t> sum{0};
+  for (int round = 0; round < 200; ++round) {
+    for_each_index(pool, 64, [&](int64_t i) {
+      sum.fetch_add(i);
+      if (std::this_thread::get_id() == caller) return;
+      cpu_set_t set;
+      CPU_ZERO(&set);
+      pthread_getaffinity_np(pthread_self(), sizeof(set), &set);
+      if (CPU_COUNT(&set) != 1) wrong.fetch_add(1);
+    });
+  }
+  EXPECT_EQ(sum.load(), int64_t{200} * 2016);
+  EXPECT_EQ(wrong.load(), 0);
+}
+
+TEST(ThreadPool, ConfigureThreadsReplacesTheDefaultPool) {
+  cpu::configure_threads(3, Pinning::none);
+  EXPECT_EQ(cpu::default_pool().threads(), 3);
+  EXPECT_EQ(cpu::describe_threads(), "3 threads, no pinning");
+  cpu::configure_threads(0, Pinning::cores);
+  EXPECT_EQ(cpu::default_pool().threads(), cpu::available_cpus());
+  EXPECT_NE(cpu::describe_threads().find("(the CPUs this process may run on), workers pinned"),
+            std::string::npos);
+  EXPECT_THROW(cpu::configure_threads(-1, Pinning::none), Error);
+  std::atomic<int64_t> sum{0};
+  cpu::parallel_for(1000, true, [&](int64_t i) { sum.fetch_add(i); });
+  EXPECT_EQ(sum.load(), 999 * 1000 / 2);
+}
+
+std::vector<float> random_vector(size_t n, uint32_t seed) {
+  std::mt19937 rng(seed);
+  std::normal_distribution<float> normal(0.0f, 1.0f);
+  std::vector<float> v(n);
+  for (float& x : v) x = normal(rng);
+  return v;
+}
+
+TEST(ThreadPool, KernelsGiveTheSameBitsWhateverTheThreadCount) {
+  // Large enough that every op takes its parallel path.
+  const int T = 37, Kin = 257, N = 515, C = 4096;
+  const auto x = random_vector(static_cast<size_t>(T) * Kin, 1);
+  const auto w = random_vector(static_cast<size_t>(N) * Kin, 2);
+  const auto rows = random_vector(static_cast<size_t>(T) * C, 3);
+  const auto weight = random_vector(static_cast<size_t>(C), 4);
+  std::vector<float> y1, norm1;
+  for (int threads : {1, 2, 3, 5}) {
+    cpu::configure_threads(threads, Pinning::none);
+    std::vector<float> y(static_cast<size_t>(T) * N), norm(rows.size());
+    cpu::matmul(x.data(), w.data(), nullptr, T, Kin, N, y.data());
+    cpu::rmsnorm(rows.data(), weight.data(), T, C, 1e-5f, norm.data());
+    if (threads == 1) {
+      y1 = y;
+      norm1 = norm;
+      continue;
+    }
+    EXPECT_EQ(y, y1) << threads << " threads";
+    EXPECT_EQ(norm, norm1) << threads << " threads";
+  }
+}
+
+}  // namespace
+}  // namespace tandem
