@@ -271,7 +271,11 @@ void standardize(const float* logits, int rows, int V, std::span<const SamplingP
   const int threads = std::max(1, std::min(rows, omp_get_max_threads()));
   // One (V) key scratch per thread, allocated here, not inside the region.
   std::vector<uint64_t> scratch(any_keys ? static_cast<size_t>(threads) * V : 0);
-#pragma omp parallel for schedule(dynamic) num_threads(threads) if (rows > 1)
+  // A verification block (γ+1 rows of a small vocabulary) is less work
+  // than starting the threads: as argmax below, rows run in parallel only
+  // past 2^16 values. Each row's result is its own either way.
+#pragma omp parallel for schedule(dynamic) num_threads(threads) \
+    if (rows > 1 && static_cast<size_t>(rows) * V >= (size_t{1} << 16))
   for (int r = 0; r < rows; ++r) {
     const size_t offset = static_cast<size_t>(r) * V;
     uint64_t* keys =
