@@ -344,6 +344,10 @@ void EngineLoop::record_step(SteadyClock::time_point started) {
   metrics_.target_communication_seconds.inc(step.communication_seconds);
   metrics_.target_verify_seconds.inc(step.verify_seconds);
   metrics_.spec_decode_mean_gamma.set(step.mean_gamma);
+  // Each set only when the step says something: a prefill-only step
+  // predicts nothing, and the measurement needs both kinds of steps.
+  if (step.predicted_speedup > 0) metrics_.spec_decode_predicted_speedup.set(step.predicted_speedup);
+  if (step.measured_speedup > 0) metrics_.spec_decode_measured_speedup.set(step.measured_speedup);
   metrics_.engine_step_seconds.inc(step.step_seconds);
   metrics_.draft_busy_seconds.inc(step.draft_busy_seconds);
   metrics_.draft_idle_seconds.inc(std::max(0.0, step.step_seconds - step.draft_busy_seconds));

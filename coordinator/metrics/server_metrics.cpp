@@ -143,6 +143,15 @@ ServerMetrics::ServerMetrics(std::string served_model_name)
           "Measured cost ratio c: time of one draft pass over time of one target pass.")),
       spec_decode_mean_gamma(registry.gauge(prefixed("spec_decode_mean_gamma"),
                                             "Mean draft length gamma chosen in the last engine step.")),
+      spec_decode_predicted_speedup(registry.gauge(
+          prefixed("spec_decode_predicted_speedup"),
+          "Speed-up over plain decoding the gamma controller predicts for the last decode step: "
+          "(1 - alpha^(gamma+1)) / ((1 - alpha)(gamma c + v(gamma+1))) with measured alpha, c "
+          "and v, the mean over the sessions verifying.")),
+      spec_decode_measured_speedup(registry.gauge(
+          prefixed("spec_decode_measured_speedup"),
+          "Speed-up the gamma controller measures at the current batch size: tokens per second "
+          "of recent steps that drafted over recent steps that did not (0 until both are measured).")),
       target_steps(registry.counter(prefixed("target_steps_total"),
                                     "Engine steps (batched target forward passes).")),
       target_step_tokens(registry.histogram(prefixed("target_step_tokens"),

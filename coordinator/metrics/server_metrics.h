@@ -92,6 +92,10 @@ struct ServerMetrics {
   Gauge& spec_decode_acceptance_rate;        // α, tandem_spec_decode_acceptance_rate
   Gauge& spec_decode_cost_ratio;             // c, tandem_spec_decode_cost_ratio
   Gauge& spec_decode_mean_gamma;             // tandem_spec_decode_mean_gamma
+  // The γ controller's predicted speed-up (Theorem 3.8 with measured α, c
+  // and v(γ+1)) and the one it measures (drafting vs plain steps' rates).
+  Gauge& spec_decode_predicted_speedup;      // tandem_spec_decode_predicted_speedup
+  Gauge& spec_decode_measured_speedup;       // tandem_spec_decode_measured_speedup
   Counter& target_steps;                     // tandem_target_steps_total
   Histogram& target_step_tokens;             // tandem_target_step_tokens
   // Where the engine's time goes (rate() of each is a busy fraction).

@@ -267,7 +267,11 @@ void standardize(const float* logits, int rows, int V, std::span<const SamplingP
     any_keys = any_keys || needs_keys(p, V);
   }
   const bool shared = params.size() == 1;
-  parallel_ranges(rows, rows > 1, [&](int64_t begin, int64_t end) {
+  // A verification block (γ+1 rows of a small vocabulary) is less work than
+  // waking the threads: as argmax below, rows run in parallel only past 2^16
+  // values. Each row's result is its own either way.
+  const bool parallel = rows > 1 && static_cast<size_t>(rows) * V >= (size_t{1} << 16);
+  parallel_ranges(rows, parallel, [&](int64_t begin, int64_t end) {
     // One (V) key scratch per chunk of rows: a row's work is O(V) anyway.
     std::vector<uint64_t> scratch(any_keys ? static_cast<size_t>(V) : 0);
     uint64_t* keys = any_keys ? scratch.data() : nullptr;

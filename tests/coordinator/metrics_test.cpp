@@ -343,6 +343,8 @@ void exercise(ServerMetrics& metrics) {
   metrics.spec_decode_acceptance_rate.set(0.71);
   metrics.spec_decode_cost_ratio.set(0.05);
   metrics.spec_decode_mean_gamma.set(4.5);
+  metrics.spec_decode_predicted_speedup.set(1.75);
+  metrics.spec_decode_measured_speedup.set(1.5);
   metrics.target_steps.inc();
   metrics.target_step_tokens.observe(48);
 }
@@ -380,6 +382,8 @@ TEST(ServerMetrics, ReportsEveryMetricUnderItsName) {
            "tandem_spec_decode_acceptance_rate 0.71\n",
            "tandem_spec_decode_cost_ratio 0.05\n",
            "tandem_spec_decode_mean_gamma 4.5\n",
+           "tandem_spec_decode_predicted_speedup 1.75\n",
+           "tandem_spec_decode_measured_speedup 1.5\n",
            "tandem_target_steps_total 1\n",
            "tandem_target_step_tokens_bucket{le=\"32\"} 0\n",
            "tandem_target_step_tokens_bucket{le=\"64\"} 1\n",

@@ -1,10 +1,13 @@
 // GammaController: the α estimate's prior, probing and its back-off, the
-// caps, and the tuning reaching the guard: the parts of the γ decision
-// that are the controller's own (best_gamma is in gamma_policy_test.cpp).
+// caps, the tuning reaching the guard, and the speed-ups it predicts
+// (against Theorem 3.8 computed here) and measures: the parts of the γ
+// decision that are the controller's own (best_gamma is in
+// gamma_policy_test.cpp).
 #include "workers/speculation/gamma_controller.h"
 
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <vector>
 
 #include "workers/speculation/drafting.h"
@@ -81,9 +84,61 @@ TEST(GammaController, TheGuardReadsTheTuning) {
     guard.record(4, /*drafted=*/true, 10, 0.1);   // 100 tokens/s
     guard.record(4, /*drafted=*/false, 4, 0.01);  // 400 tokens/s: drafting loses
   }
-  int allowed = 0;
-  for (int i = 0; i < 4 * 4; ++i) allowed += guard.allow_drafting(4);
-  EXPECT_EQ(allowed, 4);  // one decision in guard_explore_every
+  std::vector<int> explored_at;
+  for (int d = 1; d <= 32; ++d)
+    if (guard.allow_drafting(4)) explored_at.push_back(d);
+  // After guard_explore_every decisions, then twice as many each time.
+  EXPECT_EQ(explored_at, (std::vector<int>{4, 12, 28}));
+}
+
+TEST(GammaController, PredictsTheoremThreeEightWithMeasuredAlphaCostAndV) {
+  SpeculationTuning tuning;
+  tuning.prior_alpha = 0.6;
+  tuning.prior_weight = 4;
+  GammaController gamma(tuning);
+  // Target passes of 1, 2, 4 and 8 new tokens took 1, 1.5, 2 and 3 ms:
+  // T(5) lies on the line from (4, 2 ms) to (8, 3 ms), 2.25 ms, so at batch
+  // 1 v(5) = 2.25 / 1; v(2) = 1.5.
+  gamma.record_pass(1, 0.001);
+  gamma.record_pass(2, 0.0015);
+  gamma.record_pass(4, 0.002);
+  gamma.record_pass(8, 0.003);
+  gamma.cost_model().mark_calibrated();
+  NoDrafter none;
+  Drafting drafting({&none});
+  drafting.slots()[0].cost_ratio = 0.05;  // c, as no draft pass has been timed
+  EngineSession s = session_with(30, 40, GammaPolicy{true, 8});
+  std::vector<EngineSession*> running{&s};
+  gamma.begin_step(running, drafting.slots());
+  // Computed here from the definitions: α = (Σβ + prior·weight) / (n + weight).
+  const double alpha = (30 + 0.6 * 4) / (40 + 4);
+  const double c = 0.05;
+  const auto closed_form = [&](int g, double v) {
+    return (1 - std::pow(alpha, g + 1)) / ((1 - alpha) * (g * c + v));
+  };
+  EXPECT_NEAR(gamma.predicted_speedup(s, 4), closed_form(4, 2.25), 1e-9);
+  EXPECT_NEAR(gamma.predicted_speedup(s, 1), closed_form(1, 1.5), 1e-9);
+  EXPECT_DOUBLE_EQ(gamma.predicted_speedup(s, 0), 1.0);  // plain decoding
+}
+
+TEST(GammaController, MeasuresDraftingOverPlainThroughputOnceBothRan) {
+  GammaController gamma;
+  StepReport drafting_step;
+  drafting_step.sessions.push_back({});
+  drafting_step.sessions.back().verified = true;
+  drafting_step.sessions.back().gamma = 4;
+  drafting_step.sessions.back().emitted = 3;
+  drafting_step.step_seconds = 0.003;  // 1000 tokens/s
+  StepReport plain_step = drafting_step;
+  plain_step.sessions.back().gamma = 0;
+  plain_step.sessions.back().emitted = 1;
+  plain_step.step_seconds = 0.0025;  // 400 tokens/s
+  EXPECT_EQ(gamma.measured_speedup(1), 0.0);
+  for (int i = 0; i < 5; ++i) gamma.record_step(1, drafting_step);
+  EXPECT_EQ(gamma.measured_speedup(1), 0.0);  // nothing to compare with yet
+  for (int i = 0; i < 5; ++i) gamma.record_step(1, plain_step);
+  EXPECT_NEAR(gamma.measured_speedup(1), 1000.0 / 400.0, 1e-9);
+  EXPECT_EQ(gamma.measured_speedup(64), 0.0);  // another batch size: its own rates
 }
 
 }  // namespace

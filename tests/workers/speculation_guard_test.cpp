@@ -1,10 +1,14 @@
-// SpeculationGuard: drafting stops where it has been measured slower than
-// plain decoding at that batch size (after kMinSteps steps of each kind),
-// and each side is re-measured on exactly one step in kExplore (both from
-// the default SpeculationTuning).
+// SpeculationGuard: the two kinds of steps in turn until each has kMinSteps;
+// drafting stops where it has been measured slower than plain decoding at
+// that batch size and is re-measured after kExplore decisions, then twice
+// as many each time (up to 8 kExplore); while drafting wins, plain is
+// re-measured on one step in kExplore (both from the default
+// SpeculationTuning).
 #include "workers/speculation/speculation_guard.h"
 
 #include <gtest/gtest.h>
+
+#include <vector>
 
 namespace tandem {
 namespace {
@@ -31,26 +35,60 @@ TEST(SpeculationGuard, DraftsUntilDraftingHasBeenMeasured) {
   EXPECT_EQ(allowed(guard, 8, 100), 100);
 }
 
-TEST(SpeculationGuard, MeasuresPlainStepsOnceInKExploreWhileDraftingWins) {
+TEST(SpeculationGuard, TakesTheKindsInTurnUntilJudgedThenMeasuresPlainOnceInKExplore) {
   SpeculationGuard guard;
-  guard.record(4, /*drafted=*/true, 10, 0.01);  // one drafting step: not enough to judge
-  EXPECT_EQ(allowed(guard, 4, 64), 64);
-  record_steps(guard, 4, /*drafted=*/true, 10, 0.01);  // 1000 tokens/s, plain unmeasured
-  EXPECT_EQ(allowed(guard, 4, 64), 64 - 8);            // plain sampled one step in 8
-  record_steps(guard, 4, /*drafted=*/false, 4, 0.01);  // 400 tokens/s: drafting wins
-  EXPECT_EQ(allowed(guard, 4, 4 * kExplore), 4 * kExplore - 4);
+  EXPECT_TRUE(guard.allow_drafting(4));  // nothing measured: drafting first
+  guard.record(4, /*drafted=*/true, 10, 0.01);
+  // Then plain, until a plain step has been measured (a step that prefills
+  // records nothing, so the same answer comes again).
+  EXPECT_FALSE(guard.allow_drafting(4));
+  EXPECT_FALSE(guard.allow_drafting(4));
+  guard.record(4, /*drafted=*/false, 4, 0.01);
+  EXPECT_TRUE(guard.allow_drafting(4));
+  // kMinSteps of each kind in turn: 2 kMinSteps decisions, half of them drafting.
+  SpeculationGuard fresh;
+  int drafting = 0;
+  for (int i = 0; i < 2 * kMinSteps; ++i) {
+    const bool draft = fresh.allow_drafting(4);
+    drafting += draft;
+    fresh.record(4, draft, draft ? 10 : 4, 0.01);
+  }
+  EXPECT_EQ(drafting, kMinSteps);
+  // Judged now: drafting (1000 tokens/s) beats plain (400): plain one step in kExplore.
+  EXPECT_EQ(allowed(fresh, 4, 4 * kExplore), 4 * kExplore - 4);
 }
 
-TEST(SpeculationGuard, StopsDraftingWhereItWasMeasuredSlowerExceptToExplore) {
+TEST(SpeculationGuard, StopsDraftingWhereItWasMeasuredSlowerAndBacksOffReMeasuring) {
   SpeculationGuard guard;
   record_steps(guard, 32, /*drafted=*/true, 40, 0.04);   // 1000 tokens/s
   record_steps(guard, 32, /*drafted=*/false, 32, 0.02);  // 1600 tokens/s
-  EXPECT_EQ(allowed(guard, 32, 4 * kExplore), 4);
+  // Re-measured after kExplore decisions, then after twice as many each
+  // time the verdict stands (nothing recorded here changes it), at most
+  // 8 kExplore apart.
+  std::vector<int> explored_at;
+  for (int d = 1; d <= 40 * kExplore; ++d)
+    if (guard.allow_drafting(32)) explored_at.push_back(d / kExplore);
+  EXPECT_EQ(explored_at, (std::vector<int>{1, 3, 7, 15, 23, 31, 39}));
   // Smaller batch sizes keep their own verdicts.
   EXPECT_EQ(allowed(guard, 1, 10), 10);
   // Batch sizes near the same power of two share one: 27..45 round to 32.
-  EXPECT_EQ(allowed(guard, 27, kExplore), 1);
-  EXPECT_EQ(allowed(guard, 45, kExplore), 1);
+  SpeculationGuard shared;
+  record_steps(shared, 32, /*drafted=*/true, 40, 0.04);
+  record_steps(shared, 32, /*drafted=*/false, 32, 0.02);
+  EXPECT_EQ(allowed(shared, 27, kExplore - 1), 0);
+  EXPECT_EQ(allowed(shared, 45, 1), 1);  // the kExplore-th decision of the bucket
+}
+
+TEST(SpeculationGuard, AVerdictThatFlipsBackStartsTheBackOffOver) {
+  SpeculationGuard guard;
+  record_steps(guard, 8, /*drafted=*/true, 10, 0.02);   // 500 tokens/s
+  record_steps(guard, 8, /*drafted=*/false, 8, 0.008);  // 1000: drafting loses
+  EXPECT_EQ(allowed(guard, 8, 3 * kExplore), 2);  // at kExplore and 3 kExplore
+  for (int i = 0; i < 20; ++i) guard.record(8, true, 40, 0.01);  // 4000: drafting wins
+  EXPECT_EQ(allowed(guard, 8, kExplore), kExplore - 1);
+  record_steps(guard, 8, /*drafted=*/false, 80, 0.008);  // 10000: it loses again
+  for (int i = 0; i < 20; ++i) guard.record(8, false, 80, 0.008);
+  EXPECT_EQ(allowed(guard, 8, kExplore), 1);  // after kExplore again, not 4 kExplore
 }
 
 TEST(SpeculationGuard, RecoversWhenDraftingBecomesFasterAgain) {

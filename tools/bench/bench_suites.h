@@ -14,6 +14,7 @@ cli::Run define_matmul(cli::Command& command);           // bench_matmul.cpp
 cli::Run define_speculative(cli::Command& command);      // bench_speculative.cpp
 cli::Run define_coupling(cli::Command& command);         // bench_coupling.cpp
 cli::Run define_steps(cli::Command& command);            // bench_steps.cpp
+cli::Run define_step_profile(cli::Command& command);     // bench_step_profile.cpp
 cli::Run define_batching(cli::Command& command);         // bench_batching.cpp
 cli::Run define_pipeline(cli::Command& command);         // bench_pipeline.cpp
 cli::Run define_tensor_parallel(cli::Command& command);  // bench_tensor_parallel.cpp (under mpirun)

@@ -21,6 +21,10 @@ int main(int argc, char** argv) {
                   define_coupling);
   cli.add_command("steps", "v(k): the cost of k new tokens per sequence vs 1; c of a draft",
                   define_steps);
+  cli.add_command("step-profile",
+                  "where an engine step's time goes: draft, forward, verify, the rest; plain "
+                  "decoding and fixed gammas side by side",
+                  define_step_profile);
   cli.add_command("batching", "speculation off / fixed gamma / auto at each batch size",
                   define_batching);
   cli.add_command("pipeline",

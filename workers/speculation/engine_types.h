@@ -117,6 +117,13 @@ struct StepReport {
   double draft_seconds = 0;   // all drafters' propose() calls
   int preempted = 0;          // sessions preempted this step
   double mean_gamma = 0;      // over the sessions that verified
+  // The γ controller's view (gamma_controller.h): the speed-up over plain
+  // decoding its choices predict (Theorem 3.8 with measured α, c and v,
+  // the mean over the sessions that verify; 0 when none does), and the one
+  // measured at this batch size (drafting vs plain steps' tokens per
+  // second; 0 until both are measured).
+  double predicted_speedup = 0;
+  double measured_speedup = 0;
   // Pipelined drafting (pipeline_policy.h).
   StepShape shape = StepShape::plain;
   double step_seconds = 0;        // the whole step, wall time

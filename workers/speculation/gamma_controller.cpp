@@ -31,6 +31,7 @@ double GammaController::drafter_cost(const DrafterSlot& slot, int drafting, int 
 void GammaController::begin_step(const std::vector<EngineSession*>& running,
                                  std::vector<DrafterSlot>& drafters) {
   const int batch = static_cast<int>(running.size());
+  batch_ = std::max(batch, 1);
   int longest_block = 1;
   for (const EngineSession* s : running)
     longest_block = std::max(longest_block, s->request.gamma.gamma + 1);
@@ -59,6 +60,21 @@ GammaChoice GammaController::choose(const EngineSession& s) const {
   const bool probe = policy_zero && s.steps_at_zero_gamma + 1 >= interval;
   if (probe) gamma = 1;
   return {std::max(cap(s, gamma), 0), policy_zero, probe};
+}
+
+double GammaController::predicted_speedup(const EngineSession& s, int gamma) const {
+  if (gamma <= 0) return 1.0;
+  const auto k = static_cast<size_t>(gamma) + 1;
+  // A block drafted in an earlier step may be longer than this step's ceilings.
+  const double v = k < v_.size() ? v_[k] : cost_model_.relative_cost(batch_, gamma + 1);
+  const double c = s.drafter < c_.size() ? c_[s.drafter] : 0.0;
+  return expected_speedup(alpha(s.result.stats), c, gamma, v);
+}
+
+double GammaController::measured_speedup(int batch) const {
+  const double plain = guard_.plain_rate(batch);
+  const double drafting = guard_.drafting_rate(batch);
+  return plain > 0 && drafting > 0 ? drafting / plain : 0.0;
 }
 
 int GammaController::cap(const EngineSession& s, int gamma, int ahead) const {

@@ -67,6 +67,15 @@ class GammaController {
   // are committed: each step emits at least one token, so drafting past
   // max_tokens - 1 more (or past the context) would only be thrown away.
   int cap(const EngineSession& session, int gamma, int ahead = 0) const;
+  // The speed-up the session's γ promises this step (begin_step first):
+  // Theorem 3.8 with the measured α (its estimate), c (its drafter's at
+  // this batch) and v(γ+1) (the target's cost model at this batch):
+  //   S = (1 − α^(γ+1)) / ((1 − α)(γc + v(γ+1))), 1 at γ = 0.
+  double predicted_speedup(const EngineSession& session, int gamma) const;
+  // What the steps measured at this batch size: tokens per second of decode
+  // steps that drafted over those that did not (the guard's rates); 0 until
+  // both kinds have been measured.
+  double measured_speedup(int batch) const;
   // After the session's block was verified: the probe bookkeeping (`drafted`
   // tokens were drafted for it with this choice).
   void verified(EngineSession& session, const GammaChoice& choice, int drafted) const;
@@ -87,6 +96,7 @@ class GammaController {
   int context_length_;
   TargetCostModel cost_model_;
   SpeculationGuard guard_;
+  int batch_ = 1;           // B at this step
   std::vector<double> v_;  // v[k] = v(B, k) at this step's batch
   std::vector<double> c_;  // per drafter, at this step's batch
   bool allow_drafting_ = true;  // the guard's verdict this step

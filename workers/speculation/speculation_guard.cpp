@@ -9,6 +9,9 @@ namespace {
 // Each step's weight in the running sums decays by this factor per step of
 // the same kind: the rates cover roughly the last 1 / (1 - kDecay) steps.
 constexpr double kDecay = 0.9;
+// While drafting loses, the wait between two re-measurements grows to at
+// most this many times tuning.guard_explore_every decisions.
+constexpr int kMaxExploreBackoff = 8;
 
 }  // namespace
 
@@ -26,14 +29,28 @@ bool SpeculationGuard::measured(const Bucket& b) const {
 bool SpeculationGuard::allow_drafting(int batch) {
   Bucket& b = bucket(batch);
   ++b.decisions;
-  if (measured(b)) {
-    const bool explore = b.decisions % explore_every_ == 0;
-    return (b.rate[1] >= b.rate[0]) != explore;
+  if (!measured(b)) {
+    // Not judged yet: the kind with fewer measured steps goes next, so a
+    // verdict comes after about 2 · min_steps decode steps. Speculation that
+    // does not pay at this batch size stops that soon, not after the dozens
+    // of drafting steps a verdict would otherwise wait for.
+    return b.steps[1] <= b.steps[0];
   }
-  // Not judged yet: gather a few steps of each kind first (plain ones one
-  // step in 8, since drafting is what the policy wants here).
-  if (b.steps[1] < min_steps_) return true;
-  return b.decisions % 8 != 0;
+  if (b.rate[1] >= b.rate[0]) {  // drafting wins: one plain step in explore_every_
+    b.explore_interval = 0;
+    b.since_explore = 0;
+    return b.decisions % explore_every_ != 0;
+  }
+  // Drafting loses. A step that drafts again after a run of plain ones pays
+  // the draft cache's catch-up over every token since (for every session),
+  // so re-measuring is the dearest step there is: each one that leaves the
+  // verdict standing doubles the wait for the next, up to
+  // kMaxExploreBackoff · explore_every_.
+  if (b.explore_interval == 0) b.explore_interval = explore_every_;
+  if (++b.since_explore < b.explore_interval) return false;
+  b.since_explore = 0;
+  b.explore_interval = std::min(2 * b.explore_interval, kMaxExploreBackoff * explore_every_);
+  return true;
 }
 
 void SpeculationGuard::record(int batch, bool drafted, int tokens, double seconds) {

@@ -2,13 +2,13 @@
 //
 // The cost model (gamma_policy.h) predicts; this measures. For each batch
 // size (in buckets around powers of two) it keeps the smoothed tokens per second of
-// decode steps that drafted and of steps that did not. Once drafting has
-// been measured slower than not drafting at this batch size, automatic
-// sessions stop drafting (their probes included) except on one step in
-// tuning.guard_explore_every, which keeps the measurement honest; and while
-// drafting wins, one step in guard_explore_every runs without drafts, to
-// keep the other side honest. A verdict needs tuning.guard_min_steps steps
-// of each kind (single steps are noisy).
+// decode steps that drafted and of steps that did not, taking the two kinds
+// in turn until each has tuning.guard_min_steps steps (single steps are
+// noisy). Once drafting has been measured slower at this batch size,
+// automatic sessions stop drafting (their probes included) except to
+// re-measure it, after tuning.guard_explore_every decisions, then twice as
+// many each time the verdict stands (up to 8x); while drafting wins, one
+// step in guard_explore_every runs without drafts, to keep plain honest.
 // Rates are recent tokens over recent seconds (decaying sums).
 // What this catches that the model misses: per-step overheads, the draft
 // cache's catch-up after plain steps, and model error near break-even,
@@ -44,6 +44,10 @@ class SpeculationGuard {
     std::array<double, 2> tokens{}, seconds{};  // decaying sums behind rate
     std::array<int, 2> steps{};
     int decisions = 0;
+    // While drafting loses: decisions between two that draft to re-measure
+    // it (0: explore_every_), and decisions since the last one.
+    int explore_interval = 0;
+    int since_explore = 0;
   };
   static constexpr int kBuckets = 16;
   static int index(int batch);

@@ -20,9 +20,9 @@ struct SpeculationTuning {
   // catch-up over every token since the last one).
   int probe_every = 8;
   int max_probe_every = 64;
-  // The guard (measured drafting vs plain throughput per batch size): one
-  // decision in guard_explore_every goes against its verdict to keep both
-  // measurements fresh, and a verdict needs guard_min_steps steps of each.
+  // The guard (measured drafting vs plain throughput per batch size): the
+  // losing side is re-measured after guard_explore_every decisions (more
+  // while drafting loses), and a verdict needs guard_min_steps of each.
   int guard_explore_every = 64;
   int guard_min_steps = 8;
   // Pipelined drafting: plain steps between two steps that draft ahead only

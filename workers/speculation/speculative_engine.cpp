@@ -99,6 +99,7 @@ void SpeculativeEngine::step() {
   last_step_.shape = plan.shape;
   last_step_.step_seconds = seconds_since(start);
   gamma_.record_step(plan.batch, last_step_);
+  last_step_.measured_speedup = gamma_.measured_speedup(plan.batch);
 }
 
 StepPlan SpeculativeEngine::plan_step() {
@@ -120,6 +121,14 @@ StepPlan SpeculativeEngine::plan_step() {
     entry.policy_zero = choice.policy_zero;
     entry.probe = choice.probe;
   });
+  double predicted = 0;
+  int verifying = 0;
+  for (const StepPlan::Entry& e : plan.entries) {
+    if (!e.chunk.verifies) continue;
+    predicted += gamma_.predicted_speedup(*e.session, e.gamma);
+    ++verifying;
+  }
+  last_step_.predicted_speedup = verifying > 0 ? predicted / verifying : 0.0;
   return plan;
 }
 
