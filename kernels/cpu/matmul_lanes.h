@@ -4,6 +4,7 @@
 // tree. Only what a path must agree on bit for bit lives here.
 #pragma once
 
+#include <cstdint>
 #include <cstring>
 
 #ifdef __FMA__
@@ -57,8 +58,17 @@ inline float reduce(Half low, Half high) {
 
 namespace tandem::cpu {
 
+// w's rows for the packed path: f32 in place, or narrow (bf16, f16) with
+// the exact widening of `count` consecutive weights to f32.
+struct WeightRows {
+  const float* f32;
+  const uint16_t* narrow;
+  void (*widen)(const uint16_t* src, int count, float* dst);
+};
+
 // matmul_packed.cpp: y (T, N) = x · wᵀ through panels packed for the cache,
 // for the many-row (prefill) calls; the same bits as the streaming path.
 void matmul_packed(const float* x, const float* w, int T, int Kin, int N, float* y);
+void matmul_packed(const float* x, const WeightRows& w, int T, int Kin, int N, float* y);
 
 }  // namespace tandem::cpu

@@ -100,7 +100,8 @@ struct Tile {
 
 // The w side of a tile: six rows at a fixed stride (the last panel's
 // missing rows are zeros in a copy, their results dropped) and their last
-// partial step, zero-padded.
+// partial step, zero-padded. Narrow weights are widened into the copy, six
+// rows at a time, so they stay two bytes a weight in memory.
 struct WPanel {
   const float* rows;
   size_t stride;
@@ -108,13 +109,23 @@ struct WPanel {
   int cols;
 };
 
-void prepare_w_panel(const float* w, int Kin, int N, int n, std::vector<float>& copy, WPanel& panel) {
+void prepare_w_panel(const WeightRows& w, int Kin, int N, int n, std::vector<float>& copy, WPanel& panel) {
   panel.cols = std::min(kTileCols, N - n);
-  panel.rows = w + static_cast<size_t>(n) * Kin;
   panel.stride = static_cast<size_t>(Kin);
-  if (panel.cols < kTileCols) {
-    copy.assign(static_cast<size_t>(kTileCols) * Kin, 0.0f);
-    std::copy(panel.rows, panel.rows + static_cast<size_t>(panel.cols) * Kin, copy.begin());
+  if (w.f32 && panel.cols == kTileCols) {
+    panel.rows = w.f32 + static_cast<size_t>(n) * Kin;
+  } else {
+    copy.resize(static_cast<size_t>(kTileCols) * Kin);
+    std::fill(copy.begin() + static_cast<ptrdiff_t>(panel.cols) * Kin, copy.end(), 0.0f);
+    for (int c = 0; c < panel.cols; ++c) {
+      const size_t row = static_cast<size_t>(n + c) * Kin;
+      float* dst = copy.data() + static_cast<size_t>(c) * Kin;
+      if (w.f32) {
+        std::copy(w.f32 + row, w.f32 + row + Kin, dst);
+      } else {
+        w.widen(w.narrow + row, Kin, dst);
+      }
+    }
     panel.rows = copy.data();
   }
   const int full = Kin / kLanes * kLanes;
@@ -155,7 +166,7 @@ void tile(const float* xp, const WPanel& panel, int Kin, int steps, int rows, in
 }
 
 template <int Halves>
-void run(const float* x, const float* w, int T, int Kin, int N, float* y) {
+void run(const float* x, const WeightRows& w, int T, int Kin, int N, float* y) {
   constexpr int kRows = Tile<Halves>::kRows;
   const int steps = (Kin + kLanes - 1) / kLanes;
   const int x_panels = (T + kRows - 1) / kRows;
@@ -192,12 +203,16 @@ void run(const float* x, const float* w, int T, int Kin, int N, float* y) {
 
 }  // namespace
 
-void matmul_packed(const float* x, const float* w, int T, int Kin, int N, float* y) {
+void matmul_packed(const float* x, const WeightRows& w, int T, int Kin, int N, float* y) {
   if (T <= kShortBatch) {
     run<1>(x, w, T, Kin, N, y);
   } else {
     run<2>(x, w, T, Kin, N, y);
   }
+}
+
+void matmul_packed(const float* x, const float* w, int T, int Kin, int N, float* y) {
+  matmul_packed(x, WeightRows{w, nullptr, nullptr}, T, Kin, N, y);
 }
 
 }  // namespace tandem::cpu

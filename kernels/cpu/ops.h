@@ -26,7 +26,7 @@ void add_rmsnorm(float* x, const float* y, const float* weight, int T, int C, fl
 // element computed the same way whatever T is (batch-invariant).
 void matmul(const float* x, const float* w, const float* bias, int T, int Kin, int N, float* y);
 // matmul_bf16.cpp: the same with w (N, Kin) in bf16 or f16; each element
-// bit-identical to matmul() on the widened weights (matmul_contract.h).
+// bit-identical to matmul() on the widened weights (matmul_lanes.h).
 void matmul_bf16(const float* x, const uint16_t* w, const float* bias, int T, int Kin, int N,
                  float* y);
 void matmul_f16(const float* x, const uint16_t* w, const float* bias, int T, int Kin, int N,

@@ -3,7 +3,7 @@
 //
 // The strongest check: widening a bf16 or f16 weight to f32 is exact and the
 // narrow kernel keeps the f32 kernel's order of operations
-// (kernels/cpu/matmul_contract.h), so its every element must equal, bit for
+// (kernels/cpu/matmul_lanes.h), so its every element must equal, bit for
 // bit, what cpu::matmul (a separate implementation, itself tested against
 // OpenBLAS in matmul_test.cpp) computes on the widened weights. Also: a
 // float64 loop on the widened weights, batch invariance at many T, the
