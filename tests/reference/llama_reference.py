@@ -248,13 +248,15 @@ def silu(v):
     return v / (1 + np.exp(-v))
 
 
-def sparse_moe(cfg, g, p, h, margins):
-    """The MoE block on h (n, C); appends each token's routing margin."""
+def sparse_moe(cfg, g, p, h, margins=None):
+    """The MoE block on h (n, C); appends each token's routing margin to
+    margins when given."""
     block, router, gate, up, down = MOE_NAMES[cfg["architectures"][0]]
     k = cfg["num_experts_per_tok"]
     logits = h @ g(p + f"{block}.{router}.weight").T                 # (n, E)
     ordered = np.sort(logits, axis=-1)[:, ::-1]
-    margins.extend((ordered[:, k - 1] - ordered[:, k]).tolist())
+    if margins is not None:
+        margins.extend((ordered[:, k - 1] - ordered[:, k]).tolist())
     probs = np.exp(logits - logits.max(axis=-1, keepdims=True))
     probs /= probs.sum(axis=-1, keepdims=True)
     chosen = np.argsort(-probs, axis=-1, kind="stable")[:, :k]      # (n, k)
@@ -270,7 +272,7 @@ def sparse_moe(cfg, g, p, h, margins):
     return out
 
 
-def forward_full(cfg, w, tokens, margins):
+def forward_full(cfg, w, tokens, margins=None):
     """Logits (n, V) for every position of one whole sequence, float64."""
     C, H, K = cfg["hidden_size"], cfg["num_attention_heads"], cfg["num_key_value_heads"]
     D = cfg.get("head_dim", C // H)
