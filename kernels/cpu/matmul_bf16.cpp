@@ -12,11 +12,11 @@
 // Without AVX-512 there is no bf16 dot instruction, so the shift (integer
 // unpack) comes before an ordinary f32 fused multiply-add.
 //
-// Speed: one row (decode) is matmul.cpp's streaming walk (six w rows at a
-// time, x's 16 lanes in two registers, prefetch ahead), each 16 weights
-// widened into the two Halves it multiplies. Two rows or more take the
-// packed path (matmul_packed.cpp), which widens six w rows at a time into a
-// small scratch: prefill is bound by arithmetic, not by the widening.
+// Speed: up to matmul_stream::kMaxRows rows take the streaming path
+// (matmul_stream.h), each 8 weights widened into the Half they multiply.
+// More rows take the packed path (matmul_packed.cpp), which widens six w
+// rows at a time into a small scratch: prefill is bound by arithmetic, not
+// by the widening.
 #include <algorithm>
 #include <cstdint>
 #include <cstring>
@@ -26,8 +26,8 @@
 #endif
 
 #include "kernels/cpu/matmul_lanes.h"
+#include "kernels/cpu/matmul_stream.h"
 #include "kernels/cpu/ops.h"
-#include "kernels/cpu/thread_pool.h"
 #include "kernels/dtype.h"
 
 namespace tandem::cpu {
@@ -35,15 +35,9 @@ namespace {
 
 using namespace matmul_lanes;
 
-// Below this many multiply-adds a parallel region costs more than it saves.
-constexpr long kParallelWork = 1 << 16;
-constexpr int kRowsPerBlock = 6;  // w rows walked together: 12 accumulators
-// How far ahead of its loads a w row is prefetched, in weights: the same
-// 1 KiB ahead as matmul.cpp's 256 floats.
-constexpr int kPrefetchAhead = 512;
-
 // Eight bf16 weights → f32: zero-extend each to 32 bits, shift left 16.
 struct Bf16 {
+  using Element = uint16_t;
   static Half widen8(const uint16_t* p) {
 #if defined(__AVX2__)
     __m128i bits;
@@ -66,6 +60,7 @@ struct Bf16 {
 // Eight f16 weights → f32: F16C's exact conversion where the build has it,
 // else the exact scalar one (kernels/dtype.h).
 struct F16 {
+  using Element = uint16_t;
   static Half widen8(const uint16_t* p) {
 #if defined(__F16C__)
     __m128i bits;
@@ -91,67 +86,12 @@ void widen_row(const uint16_t* src, int count, float* dst) {
   for (; i < count; ++i) dst[i] = Format::widen1(src[i]);
 }
 
-// y[n] for n < NN from one row of x and NN rows of w (stride Kin): the
-// operations of matmul.cpp's row_tile, in its order.
-template <class Format, int NN>
-void row_tile(const float* x, const uint16_t* w, int Kin, float* y) {
-  Half acc[NN][2];
-#pragma GCC unroll 8
-  for (int n = 0; n < NN; ++n) acc[n][0] = acc[n][1] = Half{};
-  int k = 0;
-  for (; k + kLanes <= Kin; k += kLanes) {
-    const Half low = in_register(load_half(x + k)), high = in_register(load_half(x + k + 8));
-#pragma GCC unroll 8
-    for (int n = 0; n < NN; ++n) {
-      const uint16_t* row = w + static_cast<size_t>(n) * Kin + k;
-      // One prefetch per 64-byte line: every other step.
-      if ((k & kLanes) == 0) __builtin_prefetch(row + kPrefetchAhead);
-      acc[n][0] = multiply_add(acc[n][0], low, Format::widen8(row));
-      acc[n][1] = multiply_add(acc[n][1], high, Format::widen8(row + 8));
-    }
-  }
-  if (k < Kin) {
-    // The last Kin % 16 weights, zero-padded (a zero bit pattern is +0 in
-    // both formats): the same exact zeros the f32 kernel adds.
-    float xt[kLanes] = {};
-    std::copy(x + k, x + Kin, xt);
-#pragma GCC unroll 8
-    for (int n = 0; n < NN; ++n) {
-      uint16_t wt[kLanes] = {};
-      const uint16_t* row = w + static_cast<size_t>(n) * Kin;
-      std::copy(row + k, row + Kin, wt);
-      acc[n][0] = multiply_add(acc[n][0], load_half(xt), Format::widen8(wt));
-      acc[n][1] = multiply_add(acc[n][1], load_half(xt + 8), Format::widen8(wt + 8));
-    }
-  }
-#pragma GCC unroll 8
-  for (int n = 0; n < NN; ++n) y[n] = reduce(acc[n][0], acc[n][1]);
-}
-
-template <class Format>
-void matmul_row(const float* x, const uint16_t* w, int Kin, int N, float* y) {
-  const int blocks = (N + kRowsPerBlock - 1) / kRowsPerBlock;
-  const bool parallel = static_cast<long>(Kin) * N >= kParallelWork;
-  parallel_for(blocks, parallel, [&](int64_t b) {
-    const int n = static_cast<int>(b) * kRowsPerBlock;
-    const uint16_t* wb = w + static_cast<size_t>(n) * Kin;
-    switch (std::min(kRowsPerBlock, N - n)) {
-      case 6: row_tile<Format, 6>(x, wb, Kin, y + n); break;
-      case 5: row_tile<Format, 5>(x, wb, Kin, y + n); break;
-      case 4: row_tile<Format, 4>(x, wb, Kin, y + n); break;
-      case 3: row_tile<Format, 3>(x, wb, Kin, y + n); break;
-      case 2: row_tile<Format, 2>(x, wb, Kin, y + n); break;
-      default: row_tile<Format, 1>(x, wb, Kin, y + n); break;
-    }
-  });
-}
-
 template <class Format>
 void matmul_narrow(const float* x, const uint16_t* w, const float* bias, int T, int Kin, int N,
                    float* y) {
-  if (T == 1) {
-    matmul_row<Format>(x, w, Kin, N, y);
-  } else if (T > 1) {
+  if (T <= matmul_stream::kMaxRows) {
+    matmul_stream::matmul_streaming<Format>(x, w, T, Kin, N, y);
+  } else {
     matmul_packed(x, WeightRows{nullptr, w, &widen_row<Format>}, T, Kin, N, y);
   }
   if (bias) {

@@ -68,11 +68,21 @@ struct Tile {
   // step, w + c * stride + 16 j is w row c's element at step j. The rows
   // are addressed from two pointers and one stride, so that the loop needs
   // no more general registers than x86 has.
-  static void chain(const float* xp, const float* w, size_t stride, int count, LaneSums& sums) {
+  // Out of line, with the sums copied into locals: inlined into tile(), or
+  // updated through the reference (which may alias xp and w), GCC kept the
+  // loop counter and the accumulators in memory.
+  __attribute__((noinline)) static void chain(const float* xp, const float* w, size_t stride, int count,
+                                              LaneSums& sums) {
     static_assert(kTileCols == 6, "the addressing below names six rows");
+    Half acc[Halves][kTileCols];
+#pragma GCC unroll 4
+    for (int h = 0; h < Halves; ++h)
+#pragma GCC unroll 8
+      for (int c = 0; c < kTileCols; ++c) acc[h][c] = sums.v[h][c];
     const float* low_rows = w;                // rows 0-2
     const float* high_rows = w + 3 * stride;  // rows 3-5
-    for (int j = 0; j < count; ++j, xp += kRows, low_rows += kLanes, high_rows += kLanes) {
+    const float* const end = xp + static_cast<size_t>(count) * kRows;
+    for (; xp != end; xp += kRows, low_rows += kLanes, high_rows += kLanes) {
       Half xv[Halves];
 #pragma GCC unroll 4
       for (int h = 0; h < Halves; ++h) xv[h] = in_register(load_half(xp + 8 * h));
@@ -82,9 +92,13 @@ struct Tile {
       for (int c = 0; c < kTileCols; ++c) {
         const Half wv = in_register(splat(values[c]));
 #pragma GCC unroll 4
-        for (int h = 0; h < Halves; ++h) sums.v[h][c] = multiply_add(sums.v[h][c], xv[h], wv);
+        for (int h = 0; h < Halves; ++h) acc[h][c] = multiply_add(acc[h][c], xv[h], wv);
       }
     }
+#pragma GCC unroll 4
+    for (int h = 0; h < Halves; ++h)
+#pragma GCC unroll 8
+      for (int c = 0; c < kTileCols; ++c) sums.v[h][c] = acc[h][c];
   }
 
   // The tree of matmul_lanes::reduce over the 16 lanes' sums, 8 elements

@@ -1,0 +1,220 @@
+// The streaming path of the batch-invariant matmul (matmul.cpp states the
+// contract), for decode and short batches (verification of γ + 1 tokens, a
+// few sessions decoding together): w is read from memory exactly once, a
+// block of its rows at a time, and each block meets every row of x while
+// it sits in L1. The sixteen lanes of an element's sum are the sixteen
+// floats of two 8-wide registers, as the k index runs through w's row, so
+// the loads are contiguous and the bits are those of every other path.
+//
+// Templated on the weights' storage (f32 here; bf16 and f16 in
+// matmul_bf16.cpp): each 8 weights are widened exactly into a Half before
+// the same f32 fused multiply-adds.
+#pragma once
+
+#include <algorithm>
+#include <cstdint>
+
+#include "kernels/cpu/matmul_lanes.h"
+#include "kernels/cpu/thread_pool.h"
+
+namespace tandem::cpu::matmul_stream {
+
+using namespace matmul_lanes;
+
+// f32 weights, loaded as they are.
+struct F32Weights {
+  using Element = float;
+  static Half widen8(const float* p) { return load_half(p); }
+};
+
+// The most rows of x this path takes; more go to the packed path
+// (matmul_packed.cpp), which broadcasts w and so loads less per
+// multiply-add. Measured on 2 cores (AVX2) at the shapes of
+// models/tiny/target and configs/shapes/bench-24m.json: this path is
+// 1.1-5x faster up to 12 rows, the packed one from 16.
+constexpr int kMaxRows = 12;
+// Below this many multiply-adds a parallel region costs more than it saves.
+constexpr long kParallelWork = 1 << 16;
+// One row of x (decode): six w rows walked together, x's 16 lanes held in
+// two registers, 12 accumulators.
+constexpr int kDecodeBlock = 6;
+// Several rows of x: three w rows meet three x rows at a time, one half of
+// the lanes at a time (batch_tile), over chunks of k that keep both in L1.
+constexpr int kBatchBlock = 3;
+constexpr int kBatchGroup = 3;
+constexpr int kBatchChunk = 512;
+// How far ahead of its loads a short batch prefetches each w row, in bytes:
+// the hardware prefetcher follows several streams per thread less readily
+// than one. Decode prefetches its block as one stream, kLeadBytes ahead.
+constexpr int kPrefetchBytes = 1024;
+constexpr int kLeadBytes = 4096;
+
+// y[n] for n < NN from one row of x and NN rows of w (stride Kin): x's 16
+// lanes held in two registers, one multiply-add per 8 weights loaded.
+template <class W, int NN>
+void decode_tile(const float* x, const typename W::Element* w, int Kin, float* y) {
+  using Element = typename W::Element;
+  // Steps of 16 weights per 64-byte line: a prefetch per line, not per step.
+  constexpr int kStepsPerLine = std::max<int>(1, 64 / static_cast<int>(kLanes * sizeof(Element)));
+  Half acc[NN][2];
+#pragma GCC unroll 8
+  for (int n = 0; n < NN; ++n) acc[n][0] = acc[n][1] = Half{};
+
+  // The prefetch walks the block's bytes (its NN rows are contiguous) in
+  // one line, kLeadBytes ahead and as fast as the steps consume them,
+  // running on into the next block: rows of a few KiB are too short for
+  // the hardware prefetcher to lock onto NN streams of each.
+  const char* ahead = reinterpret_cast<const char*>(w) + kLeadBytes;
+  // One step of 16 k: x's lanes at xs, w's rows at ws (stride w_stride).
+  auto step = [&](const float* xs, const Element* ws, size_t w_stride, bool prefetch) {
+    if (prefetch) {
+#pragma GCC unroll 8
+      for (int n = 0; n < NN; ++n) __builtin_prefetch(ahead + 64 * n);
+      ahead += 64 * NN;
+    }
+    const Half low = in_register(load_half(xs)), high = in_register(load_half(xs + 8));
+#pragma GCC unroll 8
+    for (int n = 0; n < NN; ++n) {
+      const Element* row = ws + n * w_stride;
+      acc[n][0] = multiply_add(acc[n][0], low, W::widen8(row));
+      acc[n][1] = multiply_add(acc[n][1], high, W::widen8(row + 8));
+    }
+  };
+
+  const size_t stride = static_cast<size_t>(Kin);
+  int k = 0;
+  for (; k + kLanes <= Kin; k += kLanes) step(x + k, w + k, stride, (k / kLanes) % kStepsPerLine == 0);
+  if (k < Kin) {
+    // The last Kin % 16, zero-padded on both sides (zero bits are +0 in
+    // every weight format): exact zeros added, as on every path.
+    float xt[kLanes] = {};
+    Element wt[NN][kLanes] = {};
+    std::copy(x + k, x + Kin, xt);
+    for (int n = 0; n < NN; ++n) std::copy(w + n * stride + k, w + n * stride + Kin, wt[n]);
+    step(xt, wt[0], kLanes, false);
+  }
+#pragma GCC unroll 8
+  for (int n = 0; n < NN; ++n) y[n] = reduce(acc[n][0], acc[n][1]);
+}
+
+// y[t * N + n] for t < TT, n < NN, TT > 1: the same chains as decode_tile(), in
+// another order. The low lanes (0-7) and the high lanes (8-15) are
+// independent chains, so a chunk of k is walked twice, once per half: each
+// step then loads TT x vectors and NN w vectors into registers for TT x NN
+// multiply-adds (9 for 6 loads at 3 x 3), where holding both halves would
+// leave registers for only one operand and load the other for every
+// multiply-add. The chains park in memory between chunks, exactly.
+template <class W, int NN, int TT>
+void batch_tile(const float* x, const typename W::Element* w, int Kin, int N, float* y) {
+  using Element = typename W::Element;
+  constexpr int kStepsPerLine = std::max<int>(1, 64 / static_cast<int>(kLanes * sizeof(Element)));
+  constexpr int kAhead = kPrefetchBytes / static_cast<int>(sizeof(Element));
+  Half acc[2][TT][NN];
+  for (int h = 0; h < 2; ++h)
+    for (int t = 0; t < TT; ++t)
+      for (int n = 0; n < NN; ++n) acc[h][t][n] = Half{};
+
+  // Steps [first, last) (in floats of k) of one half's chains.
+  auto walk = [&](Half (&sums)[TT][NN], const float* xs, size_t x_stride, const Element* ws, size_t w_stride,
+                  int first, int last, bool prefetch) {
+    Half a[TT][NN];
+#pragma GCC unroll 4
+    for (int t = 0; t < TT; ++t)
+#pragma GCC unroll 4
+      for (int n = 0; n < NN; ++n) a[t][n] = sums[t][n];
+    for (int k = first; k < last; k += kLanes) {
+      Half xv[TT], wv[NN];
+#pragma GCC unroll 4
+      for (int t = 0; t < TT; ++t) xv[t] = in_register(load_half(xs + t * x_stride + k));
+#pragma GCC unroll 4
+      for (int n = 0; n < NN; ++n) {
+        const Element* row = ws + n * w_stride + k;
+        if (prefetch && (k / kLanes) % kStepsPerLine == 0) __builtin_prefetch(row + kAhead);
+        wv[n] = in_register(W::widen8(row));
+      }
+#pragma GCC unroll 4
+      for (int t = 0; t < TT; ++t)
+#pragma GCC unroll 4
+        for (int n = 0; n < NN; ++n) a[t][n] = multiply_add(a[t][n], xv[t], wv[n]);
+    }
+#pragma GCC unroll 4
+    for (int t = 0; t < TT; ++t)
+#pragma GCC unroll 4
+      for (int n = 0; n < NN; ++n) sums[t][n] = a[t][n];
+  };
+
+  const size_t stride = static_cast<size_t>(Kin);
+  const int full = Kin / kLanes * kLanes;
+  for (int first = 0; first < full; first += kBatchChunk) {
+    const int last = std::min(full, first + kBatchChunk);
+    walk(acc[0], x, stride, w, stride, first, last, true);
+    walk(acc[1], x + 8, stride, w + 8, stride, first, last, false);
+  }
+  if (full < Kin) {
+    // The last Kin % 16, zero-padded as in decode_tile().
+    float xt[TT][kLanes] = {};
+    Element wt[NN][kLanes] = {};
+    for (int t = 0; t < TT; ++t) std::copy(x + t * stride + full, x + t * stride + Kin, xt[t]);
+    for (int n = 0; n < NN; ++n) std::copy(w + n * stride + full, w + n * stride + Kin, wt[n]);
+    walk(acc[0], xt[0], kLanes, wt[0], kLanes, 0, kLanes, false);
+    walk(acc[1], xt[0] + 8, kLanes, wt[0] + 8, kLanes, 0, kLanes, false);
+  }
+  for (int t = 0; t < TT; ++t)
+    for (int n = 0; n < NN; ++n) y[t * N + n] = reduce(acc[0][t][n], acc[1][t][n]);
+}
+
+// One w block of nn rows against one group of TT rows of x.
+template <class W, int TT>
+void block(const float* x, const typename W::Element* w, int Kin, int N, int nn, float* y) {
+  if constexpr (TT == 1) {
+    switch (nn) {
+      case 6: decode_tile<W, 6>(x, w, Kin, y); break;
+      case 5: decode_tile<W, 5>(x, w, Kin, y); break;
+      case 4: decode_tile<W, 4>(x, w, Kin, y); break;
+      case 3: decode_tile<W, 3>(x, w, Kin, y); break;
+      case 2: decode_tile<W, 2>(x, w, Kin, y); break;
+      default: decode_tile<W, 1>(x, w, Kin, y); break;
+    }
+  } else {
+    switch (nn) {
+      case 3: batch_tile<W, 3, TT>(x, w, Kin, N, y); break;
+      case 2: batch_tile<W, 2, TT>(x, w, Kin, N, y); break;
+      default: batch_tile<W, 1, TT>(x, w, Kin, N, y); break;
+    }
+  }
+}
+
+// One w block against a group of tt <= TT rows of x.
+template <class W, int TT>
+void group(int tt, const float* x, const typename W::Element* w, int Kin, int N, int nn, float* y) {
+  if constexpr (TT > 1) {
+    if (tt < TT) return group<W, TT - 1>(tt, x, w, Kin, N, nn, y);
+  }
+  block<W, TT>(x, w, Kin, N, nn, y);
+}
+
+// y (T, N) = x (T, Kin) · w (N, Kin)ᵀ. Each thread takes blocks of w's
+// rows; a block is streamed once and then meets x's rows in groups.
+template <class W>
+void matmul_streaming(const float* x, const typename W::Element* w, int T, int Kin, int N, float* y) {
+  const int per_block = T == 1 ? kDecodeBlock : kBatchBlock;
+  const int blocks = (N + per_block - 1) / per_block;
+  const bool parallel = static_cast<long>(T) * Kin * N >= kParallelWork;
+  const size_t stride = static_cast<size_t>(Kin);
+  parallel_for(blocks, parallel, [&](int64_t b) {
+    const int n = static_cast<int>(b) * per_block;
+    const int nn = std::min(per_block, N - n);
+    const typename W::Element* wb = w + n * stride;
+    if (T == 1) {
+      block<W, 1>(x, wb, Kin, N, nn, y + n);
+      return;
+    }
+    for (int t = 0; t < T; t += kBatchGroup) {
+      const float* xg = x + t * stride;
+      float* yg = y + static_cast<size_t>(t) * N + n;
+      group<W, kBatchGroup>(std::min(kBatchGroup, T - t), xg, wb, Kin, N, nn, yg);
+    }
+  });
+}
+
+}  // namespace tandem::cpu::matmul_stream
