@@ -1,5 +1,5 @@
 // The many-row path of the batch-invariant matmul: the same operations per
-// output element as the one-row path in matmul.cpp (matmul_lanes.h), in an
+// output element as the streaming path (matmul_stream.h, matmul_lanes.h), in an
 // order of evaluation built for the cache and the register file.
 //
 // The sixteen lane sums of an element are independent chains: lane l sums
@@ -8,8 +8,8 @@
 // its own, computed here one lane at a time as a textbook register tile:
 // 16 rows of x (two 8-float vectors, packed so that a lane's run of k is
 // contiguous) times 6 rows of w (one value broadcast at a time) in 12
-// accumulator registers, 8 loads per 12 multiply-adds; 8 rows of x for
-// short batches (verification), where 16 would mostly multiply padding.
+// accumulator registers, 8 loads per 12 multiply-adds. (Short batches take
+// the streaming path, matmul_stream.h.)
 // The tile's 16 lane results wait in a small scratch for the tree, which is
 // then evaluated 8 elements per instruction. A chain may stop at a chunk
 // border and resume (its accumulators parked in the scratch, exactly),
@@ -34,8 +34,6 @@ constexpr int kChunkSteps = 32;
 constexpr size_t kPassBytes = 256 * 1024;
 // Below this many multiply-adds a parallel region costs more than it saves.
 constexpr long kParallelWork = 1 << 16;
-// Batches up to this many rows use 8-row tiles.
-constexpr int kShortBatch = 8;
 
 inline Half splat(float v) { return Half{v, v, v, v, v, v, v, v}; }
 
@@ -218,11 +216,7 @@ void run(const float* x, const WeightRows& w, int T, int Kin, int N, float* y) {
 }  // namespace
 
 void matmul_packed(const float* x, const WeightRows& w, int T, int Kin, int N, float* y) {
-  if (T <= kShortBatch) {
-    run<1>(x, w, T, Kin, N, y);
-  } else {
-    run<2>(x, w, T, Kin, N, y);
-  }
+  run<2>(x, w, T, Kin, N, y);
 }
 
 void matmul_packed(const float* x, const float* w, int T, int Kin, int N, float* y) {

@@ -43,10 +43,7 @@ constexpr int kDecodeBlock = 6;
 constexpr int kBatchBlock = 3;
 constexpr int kBatchGroup = 3;
 constexpr int kBatchChunk = 512;
-// How far ahead of its loads a short batch prefetches each w row, in bytes:
-// the hardware prefetcher follows several streams per thread less readily
-// than one. Decode prefetches its block as one stream, kLeadBytes ahead.
-constexpr int kPrefetchBytes = 1024;
+// How far ahead of its loads a block's bytes are prefetched.
 constexpr int kLeadBytes = 4096;
 
 // y[n] for n < NN from one row of x and NN rows of w (stride Kin): x's 16
@@ -104,11 +101,15 @@ void decode_tile(const float* x, const typename W::Element* w, int Kin, float* y
 // multiply-adds (9 for 6 loads at 3 x 3), where holding both halves would
 // leave registers for only one operand and load the other for every
 // multiply-add. The chains park in memory between chunks, exactly.
+//
+// The first group of x's rows to meet a block prefetches it as decode_tile()
+// does, one line at a time through its NN rows' contiguous bytes; later
+// groups find it in L1.
 template <class W, int NN, int TT>
-void batch_tile(const float* x, const typename W::Element* w, int Kin, int N, float* y) {
+void batch_tile(const float* x, const typename W::Element* w, int Kin, int N, bool prefetch, float* y) {
   using Element = typename W::Element;
   constexpr int kStepsPerLine = std::max<int>(1, 64 / static_cast<int>(kLanes * sizeof(Element)));
-  constexpr int kAhead = kPrefetchBytes / static_cast<int>(sizeof(Element));
+  const char* ahead = prefetch ? reinterpret_cast<const char*>(w) + kLeadBytes : nullptr;
   Half acc[2][TT][NN];
   for (int h = 0; h < 2; ++h)
     for (int t = 0; t < TT; ++t)
@@ -116,22 +117,23 @@ void batch_tile(const float* x, const typename W::Element* w, int Kin, int N, fl
 
   // Steps [first, last) (in floats of k) of one half's chains.
   auto walk = [&](Half (&sums)[TT][NN], const float* xs, size_t x_stride, const Element* ws, size_t w_stride,
-                  int first, int last, bool prefetch) {
+                  int first, int last, bool prefetch_here) {
     Half a[TT][NN];
 #pragma GCC unroll 4
     for (int t = 0; t < TT; ++t)
 #pragma GCC unroll 4
       for (int n = 0; n < NN; ++n) a[t][n] = sums[t][n];
     for (int k = first; k < last; k += kLanes) {
+      if (prefetch_here && (k / kLanes) % kStepsPerLine == 0) {
+#pragma GCC unroll 4
+        for (int n = 0; n < NN; ++n) __builtin_prefetch(ahead + 64 * n);
+        ahead += 64 * NN;
+      }
       Half xv[TT], wv[NN];
 #pragma GCC unroll 4
       for (int t = 0; t < TT; ++t) xv[t] = in_register(load_half(xs + t * x_stride + k));
 #pragma GCC unroll 4
-      for (int n = 0; n < NN; ++n) {
-        const Element* row = ws + n * w_stride + k;
-        if (prefetch && (k / kLanes) % kStepsPerLine == 0) __builtin_prefetch(row + kAhead);
-        wv[n] = in_register(W::widen8(row));
-      }
+      for (int n = 0; n < NN; ++n) wv[n] = in_register(W::widen8(ws + n * w_stride + k));
 #pragma GCC unroll 4
       for (int t = 0; t < TT; ++t)
 #pragma GCC unroll 4
@@ -147,7 +149,7 @@ void batch_tile(const float* x, const typename W::Element* w, int Kin, int N, fl
   const int full = Kin / kLanes * kLanes;
   for (int first = 0; first < full; first += kBatchChunk) {
     const int last = std::min(full, first + kBatchChunk);
-    walk(acc[0], x, stride, w, stride, first, last, true);
+    walk(acc[0], x, stride, w, stride, first, last, prefetch);
     walk(acc[1], x + 8, stride, w + 8, stride, first, last, false);
   }
   if (full < Kin) {
@@ -165,7 +167,7 @@ void batch_tile(const float* x, const typename W::Element* w, int Kin, int N, fl
 
 // One w block of nn rows against one group of TT rows of x.
 template <class W, int TT>
-void block(const float* x, const typename W::Element* w, int Kin, int N, int nn, float* y) {
+void block(const float* x, const typename W::Element* w, int Kin, int N, int nn, bool prefetch, float* y) {
   if constexpr (TT == 1) {
     switch (nn) {
       case 6: decode_tile<W, 6>(x, w, Kin, y); break;
@@ -177,20 +179,21 @@ void block(const float* x, const typename W::Element* w, int Kin, int N, int nn,
     }
   } else {
     switch (nn) {
-      case 3: batch_tile<W, 3, TT>(x, w, Kin, N, y); break;
-      case 2: batch_tile<W, 2, TT>(x, w, Kin, N, y); break;
-      default: batch_tile<W, 1, TT>(x, w, Kin, N, y); break;
+      case 3: batch_tile<W, 3, TT>(x, w, Kin, N, prefetch, y); break;
+      case 2: batch_tile<W, 2, TT>(x, w, Kin, N, prefetch, y); break;
+      default: batch_tile<W, 1, TT>(x, w, Kin, N, prefetch, y); break;
     }
   }
 }
 
 // One w block against a group of tt <= TT rows of x.
 template <class W, int TT>
-void group(int tt, const float* x, const typename W::Element* w, int Kin, int N, int nn, float* y) {
+void group(int tt, const float* x, const typename W::Element* w, int Kin, int N, int nn, bool prefetch,
+           float* y) {
   if constexpr (TT > 1) {
-    if (tt < TT) return group<W, TT - 1>(tt, x, w, Kin, N, nn, y);
+    if (tt < TT) return group<W, TT - 1>(tt, x, w, Kin, N, nn, prefetch, y);
   }
-  block<W, TT>(x, w, Kin, N, nn, y);
+  block<W, TT>(x, w, Kin, N, nn, prefetch, y);
 }
 
 // y (T, N) = x (T, Kin) · w (N, Kin)ᵀ. Each thread takes blocks of w's
@@ -206,13 +209,13 @@ void matmul_streaming(const float* x, const typename W::Element* w, int T, int K
     const int nn = std::min(per_block, N - n);
     const typename W::Element* wb = w + n * stride;
     if (T == 1) {
-      block<W, 1>(x, wb, Kin, N, nn, y + n);
+      block<W, 1>(x, wb, Kin, N, nn, true, y + n);
       return;
     }
     for (int t = 0; t < T; t += kBatchGroup) {
       const float* xg = x + t * stride;
       float* yg = y + static_cast<size_t>(t) * N + n;
-      group<W, kBatchGroup>(std::min(kBatchGroup, T - t), xg, wb, Kin, N, nn, yg);
+      group<W, kBatchGroup>(std::min(kBatchGroup, T - t), xg, wb, Kin, N, nn, t == 0, yg);
     }
   });
 }

@@ -8,6 +8,7 @@
 #include <cstring>
 #include <fstream>
 #include <string>
+#include <thread>
 #include <random>
 
 #include "kernels/cpu/ops.h"
@@ -138,6 +139,11 @@ MatmulPair time_projection(const ProjectionShape& shape, int T, int repeats) {
     start = Clock::now();
     for (int i = 0; i < calls_per_sample; ++i) blas();
     blas_s.push_back(seconds_since(start) / calls_per_sample);
+    // OpenBLAS's OpenMP workers may keep spinning after a call (libgomp
+    // spins GOMP_SPINCOUNT rounds before it sleeps, milliseconds), which
+    // would take the cores from our next sample; ours park after 50 µs.
+    // So both sides start from sleeping workers.
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
   }
   return {median(ours_s), median(blas_s)};
 }
