@@ -41,7 +41,7 @@ constexpr int kDecodeBlock = 6;
 // Several rows of x: three w rows meet three x rows at a time, one half of
 // the lanes at a time (batch_tile), over chunks of k that keep both in L1.
 constexpr int kBatchBlock = 3;
-constexpr int kBatchGroup = 3;
+constexpr int kBatchGroup = 3;  // matmul_streaming's switch names 1, 2 and 3
 constexpr int kBatchChunk = 512;
 // How far ahead of its loads a block's bytes are prefetched.
 constexpr int kLeadBytes = 4096;
@@ -94,6 +94,29 @@ void decode_tile(const float* x, const typename W::Element* w, int Kin, float* y
   for (int n = 0; n < NN; ++n) y[n] = reduce(acc[n][0], acc[n][1]);
 }
 
+// Prefetches a block's bytes (its rows are contiguous), one 64-byte line at
+// a time, kLeadBytes ahead of its start, spread evenly over every step that
+// walks the block: with several walks (two halves per group of x's rows),
+// memory keeps streaming the next block while the later walks compute from
+// L1, where prefetching during the first walk alone would leave it idle.
+class SpreadPrefetch {
+ public:
+  // bytes_per_step: the block's bytes one step of 16 k covers; walks: how
+  // many times its k range is walked.
+  SpreadPrefetch(const void* block, int bytes_per_step, int walks)
+      : next_(static_cast<const char*>(block) + kLeadBytes), bytes_per_step_(bytes_per_step), per_line_(64 * walks) {}
+  void step() {
+    credit_ += bytes_per_step_;
+    for (; credit_ >= per_line_; credit_ -= per_line_, next_ += 64) __builtin_prefetch(next_);
+  }
+
+ private:
+  const char* next_;
+  int bytes_per_step_;
+  int per_line_;
+  int credit_ = 0;
+};
+
 // y[t * N + n] for t < TT, n < NN, TT > 1: the same chains as decode_tile(), in
 // another order. The low lanes (0-7) and the high lanes (8-15) are
 // independent chains, so a chunk of k is walked twice, once per half: each
@@ -101,15 +124,9 @@ void decode_tile(const float* x, const typename W::Element* w, int Kin, float* y
 // multiply-adds (9 for 6 loads at 3 x 3), where holding both halves would
 // leave registers for only one operand and load the other for every
 // multiply-add. The chains park in memory between chunks, exactly.
-//
-// The first group of x's rows to meet a block prefetches it as decode_tile()
-// does, one line at a time through its NN rows' contiguous bytes; later
-// groups find it in L1.
 template <class W, int NN, int TT>
-void batch_tile(const float* x, const typename W::Element* w, int Kin, int N, bool prefetch, float* y) {
+void batch_tile(const float* x, const typename W::Element* w, int Kin, int N, SpreadPrefetch& prefetch, float* y) {
   using Element = typename W::Element;
-  constexpr int kStepsPerLine = std::max<int>(1, 64 / static_cast<int>(kLanes * sizeof(Element)));
-  const char* ahead = prefetch ? reinterpret_cast<const char*>(w) + kLeadBytes : nullptr;
   Half acc[2][TT][NN];
   for (int h = 0; h < 2; ++h)
     for (int t = 0; t < TT; ++t)
@@ -117,18 +134,14 @@ void batch_tile(const float* x, const typename W::Element* w, int Kin, int N, bo
 
   // Steps [first, last) (in floats of k) of one half's chains.
   auto walk = [&](Half (&sums)[TT][NN], const float* xs, size_t x_stride, const Element* ws, size_t w_stride,
-                  int first, int last, bool prefetch_here) {
+                  int first, int last, bool padded) {
     Half a[TT][NN];
 #pragma GCC unroll 4
     for (int t = 0; t < TT; ++t)
 #pragma GCC unroll 4
       for (int n = 0; n < NN; ++n) a[t][n] = sums[t][n];
     for (int k = first; k < last; k += kLanes) {
-      if (prefetch_here && (k / kLanes) % kStepsPerLine == 0) {
-#pragma GCC unroll 4
-        for (int n = 0; n < NN; ++n) __builtin_prefetch(ahead + 64 * n);
-        ahead += 64 * NN;
-      }
+      if (!padded) prefetch.step();
       Half xv[TT], wv[NN];
 #pragma GCC unroll 4
       for (int t = 0; t < TT; ++t) xv[t] = in_register(load_half(xs + t * x_stride + k));
@@ -149,7 +162,7 @@ void batch_tile(const float* x, const typename W::Element* w, int Kin, int N, bo
   const int full = Kin / kLanes * kLanes;
   for (int first = 0; first < full; first += kBatchChunk) {
     const int last = std::min(full, first + kBatchChunk);
-    walk(acc[0], x, stride, w, stride, first, last, prefetch);
+    walk(acc[0], x, stride, w, stride, first, last, false);
     walk(acc[1], x + 8, stride, w + 8, stride, first, last, false);
   }
   if (full < Kin) {
@@ -158,64 +171,65 @@ void batch_tile(const float* x, const typename W::Element* w, int Kin, int N, bo
     Element wt[NN][kLanes] = {};
     for (int t = 0; t < TT; ++t) std::copy(x + t * stride + full, x + t * stride + Kin, xt[t]);
     for (int n = 0; n < NN; ++n) std::copy(w + n * stride + full, w + n * stride + Kin, wt[n]);
-    walk(acc[0], xt[0], kLanes, wt[0], kLanes, 0, kLanes, false);
-    walk(acc[1], xt[0] + 8, kLanes, wt[0] + 8, kLanes, 0, kLanes, false);
+    walk(acc[0], xt[0], kLanes, wt[0], kLanes, 0, kLanes, true);
+    walk(acc[1], xt[0] + 8, kLanes, wt[0] + 8, kLanes, 0, kLanes, true);
   }
   for (int t = 0; t < TT; ++t)
     for (int n = 0; n < NN; ++n) y[t * N + n] = reduce(acc[0][t][n], acc[1][t][n]);
 }
 
-// One w block of nn rows against one group of TT rows of x.
-template <class W, int TT>
-void block(const float* x, const typename W::Element* w, int Kin, int N, int nn, bool prefetch, float* y) {
-  if constexpr (TT == 1) {
-    switch (nn) {
-      case 6: decode_tile<W, 6>(x, w, Kin, y); break;
-      case 5: decode_tile<W, 5>(x, w, Kin, y); break;
-      case 4: decode_tile<W, 4>(x, w, Kin, y); break;
-      case 3: decode_tile<W, 3>(x, w, Kin, y); break;
-      case 2: decode_tile<W, 2>(x, w, Kin, y); break;
-      default: decode_tile<W, 1>(x, w, Kin, y); break;
-    }
-  } else {
-    switch (nn) {
-      case 3: batch_tile<W, 3, TT>(x, w, Kin, N, prefetch, y); break;
-      case 2: batch_tile<W, 2, TT>(x, w, Kin, N, prefetch, y); break;
-      default: batch_tile<W, 1, TT>(x, w, Kin, N, prefetch, y); break;
-    }
+// One w block of nn rows against one row of x.
+template <class W>
+void decode_block(const float* x, const typename W::Element* w, int Kin, int nn, float* y) {
+  switch (nn) {
+    case 6: decode_tile<W, 6>(x, w, Kin, y); break;
+    case 5: decode_tile<W, 5>(x, w, Kin, y); break;
+    case 4: decode_tile<W, 4>(x, w, Kin, y); break;
+    case 3: decode_tile<W, 3>(x, w, Kin, y); break;
+    case 2: decode_tile<W, 2>(x, w, Kin, y); break;
+    default: decode_tile<W, 1>(x, w, Kin, y); break;
   }
 }
 
-// One w block against a group of tt <= TT rows of x.
+// One w block of nn rows against a group of tt rows of x.
 template <class W, int TT>
-void group(int tt, const float* x, const typename W::Element* w, int Kin, int N, int nn, bool prefetch,
-           float* y) {
-  if constexpr (TT > 1) {
-    if (tt < TT) return group<W, TT - 1>(tt, x, w, Kin, N, nn, prefetch, y);
+void batch_block(const float* x, const typename W::Element* w, int Kin, int N, int nn, SpreadPrefetch& prefetch,
+                 float* y) {
+  switch (nn) {
+    case 3: batch_tile<W, 3, TT>(x, w, Kin, N, prefetch, y); break;
+    case 2: batch_tile<W, 2, TT>(x, w, Kin, N, prefetch, y); break;
+    default: batch_tile<W, 1, TT>(x, w, Kin, N, prefetch, y); break;
   }
-  block<W, TT>(x, w, Kin, N, nn, prefetch, y);
 }
 
 // y (T, N) = x (T, Kin) · w (N, Kin)ᵀ. Each thread takes blocks of w's
 // rows; a block is streamed once and then meets x's rows in groups.
 template <class W>
 void matmul_streaming(const float* x, const typename W::Element* w, int T, int Kin, int N, float* y) {
+  using Element = typename W::Element;
   const int per_block = T == 1 ? kDecodeBlock : kBatchBlock;
   const int blocks = (N + per_block - 1) / per_block;
   const bool parallel = static_cast<long>(T) * Kin * N >= kParallelWork;
   const size_t stride = static_cast<size_t>(Kin);
+  const int groups = (T + kBatchGroup - 1) / kBatchGroup;
   parallel_for(blocks, parallel, [&](int64_t b) {
     const int n = static_cast<int>(b) * per_block;
     const int nn = std::min(per_block, N - n);
-    const typename W::Element* wb = w + n * stride;
+    const Element* wb = w + n * stride;
     if (T == 1) {
-      block<W, 1>(x, wb, Kin, N, nn, true, y + n);
+      decode_block<W>(x, wb, Kin, nn, y + n);
       return;
     }
+    static_assert(kBatchGroup == 3, "the switch below names groups of 1, 2 and 3 rows");
+    SpreadPrefetch prefetch(wb, nn * kLanes * static_cast<int>(sizeof(Element)), 2 * groups);
     for (int t = 0; t < T; t += kBatchGroup) {
       const float* xg = x + t * stride;
       float* yg = y + static_cast<size_t>(t) * N + n;
-      group<W, kBatchGroup>(std::min(kBatchGroup, T - t), xg, wb, Kin, N, nn, t == 0, yg);
+      switch (std::min(kBatchGroup, T - t)) {
+        case 3: batch_block<W, 3>(xg, wb, Kin, N, nn, prefetch, yg); break;
+        case 2: batch_block<W, 2>(xg, wb, Kin, N, nn, prefetch, yg); break;
+        default: batch_block<W, 1>(xg, wb, Kin, N, nn, prefetch, yg); break;
+      }
     }
   });
 }
