@@ -41,6 +41,17 @@ constexpr auto kSpin = std::chrono::microseconds(50);
 // Chunks per thread: enough that others can take a descheduled thread's
 // share, few enough that claiming one (an atomic add) costs nothing.
 constexpr int64_t kChunksPerThread = 4;
+// A straggler: a thread that claimed a chunk and then kept the caller
+// waiting this long, and 4x longer than the caller's own chunks took (it
+// was descheduled mid-chunk, as when another process shares its core).
+constexpr auto kStraggleFloor = std::chrono::microseconds(300);
+constexpr int kStraggleFactor = 4;
+// After a straggler, sections run on the caller alone for a period that
+// starts here and doubles while stragglers recur, up to the maximum, and
+// falls back once this many sections in a row ran without one.
+constexpr int64_t kAloneFirst = 256;
+constexpr int64_t kAloneMax = 16384;
+constexpr int64_t kCleanToReset = 4 * kAloneFirst;
 
 void futex_wait(std::atomic<uint32_t>& word, uint32_t expected) {
   // Returns at once if the word no longer holds `expected`; spurious
@@ -108,11 +119,11 @@ struct Job {
 
   explicit Job(RangeBody b) : body(b) {}
 
-  // Claims and runs chunks until none is left.
-  void work() {
-    for (;;) {
+  // Claims and runs chunks until none is left; how many it ran.
+  int64_t work() {
+    for (int64_t ran = 0;; ++ran) {
       const int64_t c = next.fetch_add(1, std::memory_order_relaxed);
-      if (c >= chunks) return;
+      if (c >= chunks) return ran;
       if (!failed.load(std::memory_order_relaxed)) {
         try {
           body(n * c / chunks, n * (c + 1) / chunks);
@@ -139,6 +150,27 @@ struct ThreadPool::State {
   std::atomic<Job*> current{nullptr};
   std::atomic<int> users{0};
   std::atomic<bool> stop{false};
+  // The straggler fallback, touched only under `busy`: sections still to
+  // run on the caller alone, the next such period, sections since the
+  // last straggler, and how many periods there have been.
+  int64_t alone_left = 0;
+  int64_t alone_period = kAloneFirst;
+  int64_t since_straggle = 0;
+  int64_t alone_periods = 0;
+
+  // After a parallel section: the caller ran `ran` chunks in `own` and then
+  // waited `wait` for the others.
+  void judge(int64_t ran, Clock::duration own, Clock::duration wait) {
+    const bool straggled = ran > 0 && wait > kStraggleFloor && wait > kStraggleFactor * (own / ran);
+    if (straggled) {
+      alone_left = alone_period;
+      alone_period = std::min(2 * alone_period, kAloneMax);
+      since_straggle = 0;
+      ++alone_periods;
+    } else if (++since_straggle >= kCleanToReset) {
+      alone_period = kAloneFirst;
+    }
+  }
 
   // `seen` is the generation when the pool was made, not when this thread
   // first runs: a worker the OS starts late must still see every bump since,
@@ -190,6 +222,11 @@ ThreadPool::~ThreadPool() {
 }
 
 int ThreadPool::threads() const { return state_->threads; }
+
+int64_t ThreadPool::alone_periods() const {
+  std::lock_guard lock(state_->busy);
+  return state_->alone_periods;
+}
 Pinning ThreadPool::pinning() const { return state_->pinning; }
 
 int64_t ThreadPool::chunk_count(int64_t n, int threads) {
@@ -204,15 +241,22 @@ void ThreadPool::run(int64_t n, RangeBody body) {
     body(0, n);  // nested, contended or single-threaded: serially, same results
     return;
   }
+  if (s.alone_left > 0) {  // after a straggler (State::judge): the caller alone, same results
+    --s.alone_left;
+    body(0, n);
+    return;
+  }
   Job job(body);
   job.n = n;
   job.chunks = chunk_count(n, s.threads);
   s.current.store(&job, std::memory_order_seq_cst);
   s.wake_workers();
 
+  const auto start = Clock::now();
   tl_in_pool = true;
-  job.work();
+  const int64_t ran = job.work();
   tl_in_pool = false;
+  const auto caller_done = Clock::now();
 
   const auto all_done = [&] {
     return job.done.load(std::memory_order_acquire) == static_cast<uint32_t>(job.chunks);
@@ -223,6 +267,7 @@ void ThreadPool::run(int64_t n, RangeBody body) {
          seen != static_cast<uint32_t>(job.chunks); seen = job.done.load(std::memory_order_seq_cst))
       futex_wait(job.done, seen);
   }
+  s.judge(ran, caller_done - start, Clock::now() - caller_done);
   // Withdraw the job; a worker that announced itself before may still be
   // reading it (it finds no chunk left and leaves at once).
   s.current.store(nullptr, std::memory_order_seq_cst);

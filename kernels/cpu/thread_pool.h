@@ -22,6 +22,13 @@
 //   calling thread included) takes the next unclaimed chunk. A thread the
 //   scheduler has descheduled simply takes none, and the others do its
 //   share, instead of everyone waiting for it.
+// - Stragglers: a worker descheduled after it claimed a chunk still holds
+//   the section up (it cannot be taken back). When the caller waits far
+//   longer for the others than its own chunks took (another process shares
+//   that core), the next sections run on the caller alone, for a period
+//   that doubles while stragglers recur: with one busy process on a 2-core
+//   machine, one thread on the free core beats two that keep waiting for
+//   each other.
 // - Batch invariance: the pool only decides *which thread* runs an index,
 //   never how an index's result is computed. Callers partition by output
 //   elements (a row, a block of w's rows, a (token, head)), so every
@@ -73,6 +80,8 @@ class ThreadPool {
 
   int threads() const;
   Pinning pinning() const;
+  // How many times a straggler has sent sections to the caller alone.
+  int64_t alone_periods() const;
 
   // Calls body(begin, end) over chunks covering [0, n) exactly once each,
   // on the calling thread and the workers; returns when all are done. The

@@ -223,5 +223,41 @@ TEST(ThreadPool, KernelsGiveTheSameBitsWhateverTheThreadCount) {
   }
 }
 
+// A worker that claims a chunk and then stalls (as when the scheduler gives
+// its core to another process) sends the next sections to the caller
+// alone; after the period, the workers take chunks again.
+TEST(ThreadPool, AStragglerSendsTheNextSectionsToTheCallerAlone) {
+  ThreadPool pool(2);
+  const auto caller = std::this_thread::get_id();
+  // Until a worker has taken a chunk and stalled in it (5 ms, against the
+  // caller's 0.1 ms chunks): bounded tries (a worker still asleep when the
+  // caller has taken every chunk takes none).
+  for (int tries = 0; tries < 200 && pool.alone_periods() == 0; ++tries) {
+    for_each_index(pool, 64, [&](int64_t) {
+      const bool worker = std::this_thread::get_id() != caller;
+      std::this_thread::sleep_for(worker ? std::chrono::microseconds(5000) : std::chrono::microseconds(100));
+    });
+  }
+  ASSERT_EQ(pool.alone_periods(), 1);
+
+  // The next 256 sections (kAloneFirst): every chunk on the caller.
+  std::atomic<int> elsewhere{0};
+  for (int section = 0; section < 256; ++section)
+    for_each_index(pool, 64, [&](int64_t) {
+      if (std::this_thread::get_id() != caller) elsewhere.fetch_add(1);
+    });
+  EXPECT_EQ(elsewhere.load(), 0);
+
+  // Then the workers come back: bounded, with chunks slow enough that a
+  // woken worker finds some left.
+  for (int section = 0; section < 2000 && elsewhere.load() == 0; ++section)
+    for_each_index(pool, 64, [&](int64_t) {
+      if (std::this_thread::get_id() != caller) elsewhere.fetch_add(1);
+      std::this_thread::sleep_for(std::chrono::microseconds(20));
+    });
+  EXPECT_GT(elsewhere.load(), 0);
+  EXPECT_EQ(pool.alone_periods(), 1);
+}
+
 }  // namespace
 }  // namespace tandem
