@@ -16,6 +16,7 @@
 #include <pthread.h>
 #include <sched.h>
 #include <sys/syscall.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -41,17 +42,21 @@ constexpr auto kSpin = std::chrono::microseconds(50);
 // Chunks per thread: enough that others can take a descheduled thread's
 // share, few enough that claiming one (an atomic add) costs nothing.
 constexpr int64_t kChunksPerThread = 4;
-// A straggler: a thread that claimed a chunk and then kept the caller
-// waiting this long, and 4x longer than the caller's own chunks took (it
-// was descheduled mid-chunk, as when another process shares its core).
+// A straggler: the caller, out of chunks, waited at least this long for
+// the others, and no worker ran for half of that wait (by its thread CPU
+// clock): a chunk's holder was descheduled, as when another process shares
+// its core. (A long wait for a worker that is running is an uneven split,
+// not a straggler.)
 constexpr auto kStraggleFloor = std::chrono::microseconds(300);
-constexpr int kStraggleFactor = 4;
-// After a straggler, sections run on the caller alone for a period that
-// starts here and doubles while stragglers recur, up to the maximum, and
-// falls back once this many sections in a row ran without one.
+// Parallel sections are judged in windows of kWindow: when stragglers held
+// up more than 1 / kStallShareInverse of a window's time, the next sections
+// run on the caller alone, for a period that starts at kAloneFirst and
+// doubles (up to kAloneMax) while windows keep failing. A rare hiccup (a
+// virtual CPU paused by its host) costs a window little and changes nothing.
+constexpr int64_t kWindow = 256;
+constexpr int kStallShareInverse = 4;
 constexpr int64_t kAloneFirst = 256;
 constexpr int64_t kAloneMax = 16384;
-constexpr int64_t kCleanToReset = 4 * kAloneFirst;
 
 void futex_wait(std::atomic<uint32_t>& word, uint32_t expected) {
   // Returns at once if the word no longer holds `expected`; spurious
@@ -119,11 +124,11 @@ struct Job {
 
   explicit Job(RangeBody b) : body(b) {}
 
-  // Claims and runs chunks until none is left; how many it ran.
-  int64_t work() {
-    for (int64_t ran = 0;; ++ran) {
+  // Claims and runs chunks until none is left.
+  void work() {
+    for (;;) {
       const int64_t c = next.fetch_add(1, std::memory_order_relaxed);
-      if (c >= chunks) return ran;
+      if (c >= chunks) return;
       if (!failed.load(std::memory_order_relaxed)) {
         try {
           body(n * c / chunks, n * (c + 1) / chunks);
@@ -151,26 +156,52 @@ struct ThreadPool::State {
   std::atomic<int> users{0};
   std::atomic<bool> stop{false};
   // The straggler fallback, touched only under `busy`: sections still to
-  // run on the caller alone, the next such period, sections since the
-  // last straggler, and how many periods there have been.
+  // run on the caller alone, the next such period, the current window, and
+  // how many periods there have been.
   int64_t alone_left = 0;
   int64_t alone_period = kAloneFirst;
-  int64_t since_straggle = 0;
+  int64_t window_sections = 0;
+  Clock::duration window_time{};
+  Clock::duration window_stalled{};
   int64_t alone_periods = 0;
 
-  // After a parallel section: the caller ran `ran` chunks in `own` and then
-  // waited `wait` for the others.
-  void judge(int64_t ran, Clock::duration own, Clock::duration wait) {
-    const bool straggled = ran > 0 && wait > kStraggleFloor && wait > kStraggleFactor * (own / ran);
-    if (straggled) {
+  std::vector<clockid_t> worker_clocks;  // each worker's thread CPU clock
+  std::vector<int64_t> worker_cpu_ns;     // their readings when a wait began
+
+  static int64_t cpu_ns(clockid_t clock) {
+    timespec t{};
+    clock_gettime(clock, &t);
+    return static_cast<int64_t>(t.tv_sec) * 1000000000 + t.tv_nsec;
+  }
+  void note_worker_cpu() {
+    worker_cpu_ns.resize(worker_clocks.size());
+    for (size_t i = 0; i < worker_clocks.size(); ++i) worker_cpu_ns[i] = cpu_ns(worker_clocks[i]);
+  }
+  // Whether no worker ran for half of `wait` since note_worker_cpu().
+  bool workers_stalled(Clock::duration wait) const {
+    const int64_t half = std::chrono::duration_cast<std::chrono::nanoseconds>(wait).count() / 2;
+    for (size_t i = 0; i < worker_clocks.size(); ++i)
+      if (cpu_ns(worker_clocks[i]) - worker_cpu_ns[i] >= half) return false;
+    return true;
+  }
+
+  // After a parallel section that took `time`, `stalled` of it waiting
+  // for a straggler.
+  void judge(Clock::duration time, Clock::duration stalled) {
+    window_time += time;
+    window_stalled += stalled;
+    if (++window_sections < kWindow) return;
+    if (window_stalled * kStallShareInverse > window_time) {
       alone_left = alone_period;
       alone_period = std::min(2 * alone_period, kAloneMax);
-      since_straggle = 0;
       ++alone_periods;
-    } else if (++since_straggle >= kCleanToReset) {
+    } else {
       alone_period = kAloneFirst;
     }
+    window_sections = 0;
+    window_time = window_stalled = Clock::duration{};
   }
+
 
   // `seen` is the generation when the pool was made, not when this thread
   // first runs: a worker the OS starts late must still see every bump since,
@@ -205,6 +236,9 @@ ThreadPool::ThreadPool(int threads, Pinning pinning) : state_(std::make_unique<S
   const std::vector<int> cpus = allowed_cpus();
   for (int i = 1; i < threads; ++i) {
     state_->workers.emplace_back([state = state_.get()] { state->worker_loop(0); });
+    clockid_t clock{};
+    if (pthread_getcpuclockid(state_->workers.back().native_handle(), &clock) == 0)
+      state_->worker_clocks.push_back(clock);
     if (pinning == Pinning::cores && !cpus.empty()) {
       cpu_set_t set;
       CPU_ZERO(&set);
@@ -252,22 +286,26 @@ void ThreadPool::run(int64_t n, RangeBody body) {
   s.current.store(&job, std::memory_order_seq_cst);
   s.wake_workers();
 
-  const auto start = Clock::now();
+  const auto began = Clock::now();
   tl_in_pool = true;
-  const int64_t ran = job.work();
+  job.work();
   tl_in_pool = false;
-  const auto caller_done = Clock::now();
 
   const auto all_done = [&] {
     return job.done.load(std::memory_order_acquire) == static_cast<uint32_t>(job.chunks);
   };
+  Clock::duration stalled{};
   if (!spin_until(all_done)) {
+    const auto wait_began = Clock::now();
+    s.note_worker_cpu();
     job.caller_asleep.store(true, std::memory_order_seq_cst);
     for (uint32_t seen = job.done.load(std::memory_order_seq_cst);
          seen != static_cast<uint32_t>(job.chunks); seen = job.done.load(std::memory_order_seq_cst))
       futex_wait(job.done, seen);
+    const auto waited = Clock::now() - wait_began;
+    if (waited >= kStraggleFloor && s.workers_stalled(waited)) stalled = waited;
   }
-  s.judge(ran, caller_done - start, Clock::now() - caller_done);
+  s.judge(Clock::now() - began, stalled);
   // Withdraw the job; a worker that announced itself before may still be
   // reading it (it finds no chunk left and leaves at once).
   s.current.store(nullptr, std::memory_order_seq_cst);

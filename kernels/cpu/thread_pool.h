@@ -23,12 +23,13 @@
 //   scheduler has descheduled simply takes none, and the others do its
 //   share, instead of everyone waiting for it.
 // - Stragglers: a worker descheduled after it claimed a chunk still holds
-//   the section up (it cannot be taken back). When the caller waits far
-//   longer for the others than its own chunks took (another process shares
-//   that core), the next sections run on the caller alone, for a period
-//   that doubles while stragglers recur: with one busy process on a 2-core
-//   machine, one thread on the free core beats two that keep waiting for
-//   each other.
+//   the section up (it cannot be taken back). The caller notes how long it
+//   waited for workers that did not run meanwhile (their thread CPU
+//   clocks); when that is over a quarter of the time of 256 sections
+//   (another process shares a core), the next sections run on the caller
+//   alone, for a period that doubles while it recurs: with one busy
+//   process on a 2-core machine, one thread on the free core beats two
+//   that keep waiting for each other. Rare hiccups change nothing.
 // - Batch invariance: the pool only decides *which thread* runs an index,
 //   never how an index's result is computed. Callers partition by output
 //   elements (a row, a block of w's rows, a (token, head)), so every
@@ -80,7 +81,7 @@ class ThreadPool {
 
   int threads() const;
   Pinning pinning() const;
-  // How many times a straggler has sent sections to the caller alone.
+  // How many times stragglers have sent sections to the caller alone.
   int64_t alone_periods() const;
 
   // Calls body(begin, end) over chunks covering [0, n) exactly once each,

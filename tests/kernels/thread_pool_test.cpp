@@ -223,19 +223,20 @@ TEST(ThreadPool, KernelsGiveTheSameBitsWhateverTheThreadCount) {
   }
 }
 
-// A worker that claims a chunk and then stalls (as when the scheduler gives
-// its core to another process) sends the next sections to the caller
-// alone; after the period, the workers take chunks again.
-TEST(ThreadPool, AStragglerSendsTheNextSectionsToTheCallerAlone) {
+// Workers that claim chunks and then stall (as when the scheduler gives
+// their core to another process) for more than a quarter of a window of
+// 256 sections send the next sections to the caller alone; after the
+// period, the workers take chunks again.
+TEST(ThreadPool, StragglersSendTheNextSectionsToTheCallerAlone) {
   ThreadPool pool(2);
   const auto caller = std::this_thread::get_id();
-  // Until a worker has taken a chunk and stalled in it (5 ms, against the
-  // caller's 0.1 ms chunks): bounded tries (a worker still asleep when the
-  // caller has taken every chunk takes none).
-  for (int tries = 0; tries < 200 && pool.alone_periods() == 0; ++tries) {
+  // A worker's chunk sleeps 1 ms (no CPU time: a straggler), the caller's
+  // 0.1 ms. Bounded: three windows at most (a worker still asleep when the
+  // caller has taken every chunk takes none, and stalls nothing).
+  for (int section = 0; section < 3 * 256 && pool.alone_periods() == 0; ++section) {
     for_each_index(pool, 64, [&](int64_t) {
       const bool worker = std::this_thread::get_id() != caller;
-      std::this_thread::sleep_for(worker ? std::chrono::microseconds(5000) : std::chrono::microseconds(100));
+      std::this_thread::sleep_for(worker ? std::chrono::microseconds(1000) : std::chrono::microseconds(100));
     });
   }
   ASSERT_EQ(pool.alone_periods(), 1);
