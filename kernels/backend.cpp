@@ -39,6 +39,16 @@ Buffer Backend::upload_weights(std::span<const float> host) {
   return buffer;
 }
 
+void Backend::matmul_parts(const float* x, WeightView w, const float* bias, int T, int Kin,
+                           std::span<const MatmulOutput> outputs) {
+  size_t first_row = 0;
+  for (const MatmulOutput& out : outputs) {
+    matmul(x, w.offset(first_row * static_cast<size_t>(Kin)), bias ? bias + first_row : nullptr, T, Kin,
+           out.rows, out.y);
+    first_row += static_cast<size_t>(out.rows);
+  }
+}
+
 void Backend::copy_from(Backend& source, const float* from, size_t n, float* to) {
   if (n == 0) return;
   if (source.reads_host_memory()) return upload(std::span(from, n), to);

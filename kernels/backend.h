@@ -59,6 +59,13 @@ struct SequenceSlice {
   std::span<const int32_t> block_table;  // physical block of each logical block
 };
 
+// One output of a matmul over a stacked weight matrix: its next `rows`
+// rows, into y (T, rows). Backend::matmul_parts.
+struct MatmulOutput {
+  int rows = 0;
+  float* y = nullptr;
+};
+
 // Backend-owned memory: move-only, freed by the backend that made it. Holds
 // f32 (activations, caches, norms) or, for weights, the backend's weight
 // dtype; data() is meaningful only for f32 buffers, view() for any.
@@ -185,6 +192,13 @@ class Backend {
   // dtype; bias (N) f32 or nullptr. Accumulation is f32 at least.
   virtual void matmul(const float* x, WeightView w, const float* bias, int T, int Kin, int N,
                       float* y) = 0;
+  // The same over consecutive row ranges of one w (and of bias), each into
+  // its own output: the fused qkv projection's q, k and v. Each element is
+  // what matmul gives for its range alone; a backend may run the ranges as
+  // one op (the CPU: one parallel section instead of three). By default,
+  // one matmul per range.
+  virtual void matmul_parts(const float* x, WeightView w, const float* bias, int T, int Kin,
+                            std::span<const MatmulOutput> outputs);
 
   // Rotary embedding, Hugging Face "rotate half" convention, in place.
   // x (T, heads, D), row t at absolute position positions[t]; inv_freq (D/2).

@@ -281,19 +281,15 @@ const float* LlamaModel::forward(std::span<const SequenceStep> steps, PagedKvCac
     const PagedKvView kv = cache.layer(l);
 
     // Attention block, on normed_ = attn_norm(hidden). The fused qkv matrix
-    // is three row ranges, so each projection reads its own rows straight
-    // into its own (T, ·) buffer. Split: qkv is column-parallel (own heads;
-    // input replicated), o_proj row-parallel (own input columns), its (T, C)
+    // is three row ranges, each read straight into its own (T, ·) buffer,
+    // in one op. Split: qkv is column-parallel (own heads; input
+    // replicated), o_proj row-parallel (own input columns), its (T, C)
     // output all-reduced.
-    const WeightView qkv = w.qkv.view();
     const float* bias = w.qkv_bias.empty() ? nullptr : w.qkv_bias.data();
-    const size_t k_rows = static_cast<size_t>(q_dim);
-    const size_t v_rows = k_rows + kv_dim;
-    be.matmul(normed_.data(), qkv, bias, T, C, q_dim, q_.data());                  // q (T, H*D)
-    be.matmul(normed_.data(), qkv.offset(k_rows * C), bias ? bias + k_rows : nullptr, T, C, kv_dim,
-              k_.data());                                                          // k (T, K*D)
-    be.matmul(normed_.data(), qkv.offset(v_rows * C), bias ? bias + v_rows : nullptr, T, C, kv_dim,
-              v_.data());                                                          // v (T, K*D)
+    const MatmulOutput qkv_outputs[] = {{q_dim, q_.data()},    // q (T, H*D)
+                                        {kv_dim, k_.data()},   // k (T, K*D)
+                                        {kv_dim, v_.data()}};  // v (T, K*D)
+    be.matmul_parts(normed_.data(), w.qkv.view(), bias, T, C, qkv_outputs);
     if (config_.qk_norm) {
       // Qwen3: each head's D values normalized on their own. A head is D
       // contiguous floats of its row, so (T, H*D) is (T*H, D) rows for the

@@ -69,12 +69,17 @@ class CpuBackend final : public Backend {
   }
   void matmul(const float* x, WeightView w, const float* bias, int T, int Kin, int N,
               float* y) override {
+    const MatmulOutput out{N, y};
+    matmul_parts(x, w, bias, T, Kin, std::span(&out, 1));
+  }
+  void matmul_parts(const float* x, WeightView w, const float* bias, int T, int Kin,
+                    std::span<const MatmulOutput> outputs) override {
     switch (w.dtype) {
-      case Dtype::f32: return cpu::matmul(x, w.f32(), bias, T, Kin, N, y);
+      case Dtype::f32: return cpu::matmul(x, w.f32(), bias, T, Kin, outputs);
       case Dtype::bf16:
-        return cpu::matmul_bf16(x, static_cast<const uint16_t*>(w.data), bias, T, Kin, N, y);
+        return cpu::matmul_bf16(x, static_cast<const uint16_t*>(w.data), bias, T, Kin, outputs);
       case Dtype::f16:
-        return cpu::matmul_f16(x, static_cast<const uint16_t*>(w.data), bias, T, Kin, N, y);
+        return cpu::matmul_f16(x, static_cast<const uint16_t*>(w.data), bias, T, Kin, outputs);
     }
   }
   void rope(float* x, std::span<const int32_t> positions, int heads, int D,

@@ -18,26 +18,16 @@
 //
 // Each step is one fused multiply-add where the build's target has them
 // (matmul_lanes.h); the choice is per build, so invariance is unaffected.
-#include <algorithm>
-
 #include "kernels/cpu/matmul_lanes.h"
 #include "kernels/cpu/matmul_stream.h"
 #include "kernels/cpu/ops.h"
 
 namespace tandem::cpu {
 
-void matmul(const float* x, const float* w, const float* bias, int T, int Kin, int N, float* y) {
-  if (T <= matmul_stream::kMaxRows) {
-    matmul_stream::matmul_streaming<matmul_stream::F32Weights>(x, w, T, Kin, N, y);
-  } else {
-    matmul_packed(x, w, T, Kin, N, y);
-  }
-  if (bias) {
-    for (int t = 0; t < T; ++t) {
-      float* row = y + static_cast<size_t>(t) * N;
-      for (int n = 0; n < N; ++n) row[n] += bias[n];
-    }
-  }
+void matmul(const float* x, const float* w, const float* bias, int T, int Kin,
+            std::span<const MatmulOutput> outputs) {
+  matmul_stream::matmul_rows<matmul_stream::F32Weights>(x, w, WeightRows{w, nullptr, nullptr}, bias, T, Kin,
+                                                        outputs);
 }
 
 }  // namespace tandem::cpu

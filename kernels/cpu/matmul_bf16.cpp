@@ -87,31 +87,21 @@ void widen_row(const uint16_t* src, int count, float* dst) {
 }
 
 template <class Format>
-void matmul_narrow(const float* x, const uint16_t* w, const float* bias, int T, int Kin, int N,
-                   float* y) {
-  if (T <= matmul_stream::kMaxRows) {
-    matmul_stream::matmul_streaming<Format>(x, w, T, Kin, N, y);
-  } else {
-    matmul_packed(x, WeightRows{nullptr, w, &widen_row<Format>}, T, Kin, N, y);
-  }
-  if (bias) {
-    for (int t = 0; t < T; ++t) {
-      float* row = y + static_cast<size_t>(t) * N;
-      for (int n = 0; n < N; ++n) row[n] += bias[n];
-    }
-  }
+void matmul_narrow(const float* x, const uint16_t* w, const float* bias, int T, int Kin,
+                   std::span<const MatmulOutput> outputs) {
+  matmul_stream::matmul_rows<Format>(x, w, WeightRows{nullptr, w, &widen_row<Format>}, bias, T, Kin, outputs);
 }
 
 }  // namespace
 
-void matmul_bf16(const float* x, const uint16_t* w, const float* bias, int T, int Kin, int N,
-                 float* y) {
-  matmul_narrow<Bf16>(x, w, bias, T, Kin, N, y);
+void matmul_bf16(const float* x, const uint16_t* w, const float* bias, int T, int Kin,
+                 std::span<const MatmulOutput> outputs) {
+  matmul_narrow<Bf16>(x, w, bias, T, Kin, outputs);
 }
 
-void matmul_f16(const float* x, const uint16_t* w, const float* bias, int T, int Kin, int N,
-                float* y) {
-  matmul_narrow<F16>(x, w, bias, T, Kin, N, y);
+void matmul_f16(const float* x, const uint16_t* w, const float* bias, int T, int Kin,
+                std::span<const MatmulOutput> outputs) {
+  matmul_narrow<F16>(x, w, bias, T, Kin, outputs);
 }
 
 }  // namespace tandem::cpu

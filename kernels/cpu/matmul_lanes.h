@@ -4,6 +4,7 @@
 // tree. Only what a path must agree on bit for bit lives here.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <cstring>
 
@@ -64,6 +65,11 @@ struct WeightRows {
   const float* f32;
   const uint16_t* narrow;
   void (*widen)(const uint16_t* src, int count, float* dst);
+
+  // The same matrix from its element `offset` on (a row range's start).
+  WeightRows rows_from(size_t offset) const {
+    return {f32 ? f32 + offset : nullptr, narrow ? narrow + offset : nullptr, widen};
+  }
 };
 
 // matmul_packed.cpp: y (T, N) = x · wᵀ through panels packed for the cache,

@@ -13,7 +13,9 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <span>
 
+#include "kernels/backend.h"
 #include "kernels/cpu/matmul_lanes.h"
 #include "kernels/cpu/thread_pool.h"
 
@@ -202,20 +204,45 @@ void batch_block(const float* x, const typename W::Element* w, int Kin, int N, i
   }
 }
 
-// y (T, N) = x (T, Kin) · w (N, Kin)ᵀ. Each thread takes blocks of w's
-// rows; a block is streamed once and then meets x's rows in groups.
+// y_i (T, rows_i) = x (T, Kin) · w_iᵀ for the consecutive row ranges w_i
+// of w (stride Kin). Each thread takes blocks of w's rows (a block never
+// spans two ranges); a block is streamed once and then meets x's rows in
+// groups. All ranges' blocks share one parallel section.
 template <class W>
-void matmul_streaming(const float* x, const typename W::Element* w, int T, int Kin, int N, float* y) {
+void matmul_streaming(const float* x, const typename W::Element* w, int T, int Kin,
+                      std::span<const MatmulOutput> outputs) {
   using Element = typename W::Element;
+  constexpr int kMaxOutputs = 4;
   const int per_block = T == 1 ? kDecodeBlock : kBatchBlock;
-  const int blocks = (N + per_block - 1) / per_block;
-  const bool parallel = static_cast<long>(T) * Kin * N >= kParallelWork;
+  // Where each range's blocks begin, in the section's block numbering.
+  int first_block[kMaxOutputs + 1] = {0};
+  int first_row[kMaxOutputs] = {0};
+  const int parts = static_cast<int>(outputs.size());
+  if (parts > kMaxOutputs) {  // more ranges than the table holds: one section each
+    size_t row = 0;
+    for (const MatmulOutput& out : outputs) {
+      matmul_streaming<W>(x, w + row * static_cast<size_t>(Kin), T, Kin, std::span(&out, 1));
+      row += static_cast<size_t>(out.rows);
+    }
+    return;
+  }
+  long rows = 0;
+  for (int p = 0; p < parts; ++p) {
+    first_row[p] = static_cast<int>(rows);
+    first_block[p + 1] = first_block[p] + (outputs[p].rows + per_block - 1) / per_block;
+    rows += outputs[p].rows;
+  }
+  const bool parallel = static_cast<long>(T) * Kin * rows >= kParallelWork;
   const size_t stride = static_cast<size_t>(Kin);
   const int groups = (T + kBatchGroup - 1) / kBatchGroup;
-  parallel_for(blocks, parallel, [&](int64_t b) {
-    const int n = static_cast<int>(b) * per_block;
+  parallel_for(first_block[parts], parallel, [&](int64_t b) {
+    int p = 0;
+    while (b >= first_block[p + 1]) ++p;
+    const int N = outputs[p].rows;
+    const int n = (static_cast<int>(b) - first_block[p]) * per_block;
     const int nn = std::min(per_block, N - n);
-    const Element* wb = w + n * stride;
+    const Element* wb = w + static_cast<size_t>(first_row[p] + n) * stride;
+    float* y = outputs[p].y;
     if (T == 1) {
       decode_block<W>(x, wb, Kin, nn, y + n);
       return;
@@ -232,6 +259,31 @@ void matmul_streaming(const float* x, const typename W::Element* w, int T, int K
       }
     }
   });
+}
+
+// The whole op for weights stored as W: the streaming path up to kMaxRows
+// rows of x, else the packed path range by range (a prefill's sections are
+// long enough that their count does not matter); then the bias.
+template <class W>
+void matmul_rows(const float* x, const typename W::Element* w, const WeightRows& packed, const float* bias,
+                 int T, int Kin, std::span<const MatmulOutput> outputs) {
+  if (T <= kMaxRows) {
+    matmul_streaming<W>(x, w, T, Kin, outputs);
+  } else {
+    size_t row = 0;
+    for (const MatmulOutput& out : outputs) {
+      matmul_packed(x, packed.rows_from(row * static_cast<size_t>(Kin)), T, Kin, out.rows, out.y);
+      row += static_cast<size_t>(out.rows);
+    }
+  }
+  if (!bias) return;
+  for (const MatmulOutput& out : outputs) {
+    for (int t = 0; t < T; ++t) {
+      float* row = out.y + static_cast<size_t>(t) * out.rows;
+      for (int n = 0; n < out.rows; ++n) row[n] += bias[n];
+    }
+    bias += out.rows;
+  }
 }
 
 }  // namespace tandem::cpu::matmul_stream

@@ -23,14 +23,33 @@ void add_rmsnorm(float* x, const float* y, const float* weight, int T, int C, fl
                  float* out);
 
 // matmul.cpp: y (T, N) = x (T, Kin) · w (N, Kin)ᵀ + bias (N, optional); each
-// element computed the same way whatever T is (batch-invariant).
-void matmul(const float* x, const float* w, const float* bias, int T, int Kin, int N, float* y);
-// matmul_bf16.cpp: the same with w (N, Kin) in bf16 or f16; each element
+// element computed the same way whatever T is (batch-invariant). Over
+// `outputs`: w's consecutive row ranges, each into its own (T, rows) output
+// (Backend::matmul_parts), in one parallel section where the rows are few.
+void matmul(const float* x, const float* w, const float* bias, int T, int Kin,
+            std::span<const MatmulOutput> outputs);
+// matmul_bf16.cpp: the same with w in bf16 or f16; each element
 // bit-identical to matmul() on the widened weights (matmul_lanes.h).
-void matmul_bf16(const float* x, const uint16_t* w, const float* bias, int T, int Kin, int N,
-                 float* y);
-void matmul_f16(const float* x, const uint16_t* w, const float* bias, int T, int Kin, int N,
-                float* y);
+void matmul_bf16(const float* x, const uint16_t* w, const float* bias, int T, int Kin,
+                 std::span<const MatmulOutput> outputs);
+void matmul_f16(const float* x, const uint16_t* w, const float* bias, int T, int Kin,
+                std::span<const MatmulOutput> outputs);
+
+// One output, y (T, N).
+inline void matmul(const float* x, const float* w, const float* bias, int T, int Kin, int N, float* y) {
+  const MatmulOutput out{N, y};
+  matmul(x, w, bias, T, Kin, std::span(&out, 1));
+}
+inline void matmul_bf16(const float* x, const uint16_t* w, const float* bias, int T, int Kin, int N,
+                        float* y) {
+  const MatmulOutput out{N, y};
+  matmul_bf16(x, w, bias, T, Kin, std::span(&out, 1));
+}
+inline void matmul_f16(const float* x, const uint16_t* w, const float* bias, int T, int Kin, int N,
+                       float* y) {
+  const MatmulOutput out{N, y};
+  matmul_f16(x, w, bias, T, Kin, std::span(&out, 1));
+}
 
 // rope.cpp: rotate-half rotary embedding of x (T, heads, D) in place.
 void rope(float* x, std::span<const int32_t> positions, int heads, int D, const float* inv_freq);

@@ -1,15 +1,11 @@
 // A small blocking HTTP/1.1 client for the server tests: one keep-alive
 // connection, whole responses (chunked bodies reassembled), and a raw mode
-// for reading a stream part way and hanging up.
+// for reading a stream part way and hanging up. Boost.Beast stays in
+// http_client.cpp, so the many test files that include this compile fast.
 #pragma once
 
-#include <boost/asio/connect.hpp>
-#include <boost/asio/ip/tcp.hpp>
-#include <boost/asio/read_until.hpp>
-#include <boost/asio/write.hpp>
-#include <boost/beast/core.hpp>
-#include <boost/beast/http.hpp>
 #include <map>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -28,70 +24,30 @@ struct HttpReply {
 
 class HttpClient {
  public:
-  explicit HttpClient(int port) : socket_(context_) {
-    namespace asio = boost::asio;
-    asio::ip::tcp::resolver resolver(context_);
-    asio::connect(socket_, resolver.resolve("127.0.0.1", std::to_string(port)));
-  }
+  explicit HttpClient(int port);  // connects to 127.0.0.1:port
+  ~HttpClient();
+  HttpClient(const HttpClient&) = delete;
+  HttpClient& operator=(const HttpClient&) = delete;
 
   HttpReply send(const std::string& method, const std::string& target, const std::string& body = "",
-                 const std::map<std::string, std::string>& headers = {}) {
-    namespace http = boost::beast::http;
-    http::request<http::string_body> request(http::string_to_verb(method), target, 11);
-    request.set(http::field::host, "127.0.0.1");
-    if (!body.empty() || method == "POST") request.set(http::field::content_type, "application/json");
-    for (const auto& [name, value] : headers) request.set(name, value);
-    request.body() = body;
-    request.prepare_payload();
-    http::write(socket_, request);
-    return read_reply();
-  }
-
+                 const std::map<std::string, std::string>& headers = {});
   HttpReply post_json(const std::string& target, const std::string& body,
                       const std::map<std::string, std::string>& headers = {}) {
     return send("POST", target, body, headers);
   }
 
   // Raw bytes, for malformed requests and streams read part way.
-  void write_raw(const std::string& bytes) { boost::asio::write(socket_, boost::asio::buffer(bytes)); }
+  void write_raw(const std::string& bytes);
   // Reads until `marker` has arrived; returns everything read so far.
-  std::string read_until(const std::string& marker) {
-    boost::asio::read_until(socket_, boost::asio::dynamic_buffer(raw_), marker);
-    return raw_;
-  }
-  HttpReply read_reply() {
-    namespace http = boost::beast::http;
-    http::response_parser<http::string_body> parser;
-    parser.body_limit(64 << 20);
-    http::read(socket_, buffer_, parser);
-    HttpReply reply;
-    reply.status = static_cast<int>(parser.get().result_int());
-    reply.body = parser.get().body();
-    for (const auto& field : parser.get()) {
-      std::string name(field.name_string());
-      for (char& c : name) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-      reply.headers[name] = std::string(field.value());
-    }
-    return reply;
-  }
-  void close() {
-    boost::system::error_code ignored;
-    socket_.shutdown(boost::asio::ip::tcp::socket::shutdown_both, ignored);
-    socket_.close(ignored);
-  }
+  std::string read_until(const std::string& marker);
+  HttpReply read_reply();
+  void close();
   // Whether the server closed the connection (a read sees end of stream).
-  bool server_closed() {
-    boost::system::error_code ec;
-    char byte;
-    socket_.read_some(boost::asio::buffer(&byte, 1), ec);
-    return ec == boost::asio::error::eof || ec == boost::asio::error::connection_reset;
-  }
+  bool server_closed();
 
  private:
-  boost::asio::io_context context_;
-  boost::asio::ip::tcp::socket socket_;
-  boost::beast::flat_buffer buffer_;
-  std::string raw_;
+  struct Connection;
+  std::unique_ptr<Connection> connection_;
 };
 
 // The `data:` payloads of a server-sent event stream, in order.

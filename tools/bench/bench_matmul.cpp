@@ -1,8 +1,10 @@
 // `tandem-bench matmul`: our batch-invariant CPU matmul against OpenBLAS's
 // sgemm on the same inputs, side by side, at decode, verification and
-// prefill shapes. Prints times and the ratio; asserts nothing.
+// prefill shapes; then the fused qkv as one op against three. Prints times
+// and the ratios; asserts nothing.
 #include <cblas.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <memory>
@@ -31,6 +33,58 @@ double seconds_per_call(F&& call, double min_seconds) {
     elapsed = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   } while (elapsed < min_seconds);
   return elapsed / calls;
+}
+
+// The fused qkv projection as three matmuls (one per row range) against
+// one cpu::matmul over the three outputs (Backend::matmul_parts), rounds
+// alternated. The weights rotate through copies filling 64 MiB, more than
+// the last-level cache, as a decode step's layers do.
+void bench_qkv_parts(int rounds) {
+  struct Shape {
+    int C, q, kv;
+    const char* model;
+  };
+  const Shape shapes[] = {{256, 256, 128, "models/tiny/target"}, {512, 512, 256, "bench-24m"}};
+  std::mt19937 rng(2);
+  std::normal_distribution<float> normal;
+  std::printf("\nthe fused qkv: three matmuls against one op over the three outputs (median us per qkv)\n");
+  std::printf("%-20s %5s %12s %12s %9s\n", "model", "T", "three", "one op", "speed-up");
+  for (const Shape& s : shapes) {
+    const size_t floats = static_cast<size_t>(s.q + 2 * s.kv) * s.C;
+    const size_t copies = std::max<size_t>(2, (size_t{64} << 20) / (floats * sizeof(float)));
+    std::vector<float> w(floats * copies);
+    for (float& v : w) v = normal(rng);
+    for (int T : {1, 5}) {
+      std::vector<float> x(static_cast<size_t>(T) * s.C), q(static_cast<size_t>(T) * s.q),
+          k(static_cast<size_t>(T) * s.kv), v(static_cast<size_t>(T) * s.kv);
+      for (float& value : x) value = normal(rng);
+      const MatmulOutput outputs[] = {{s.q, q.data()}, {s.kv, k.data()}, {s.kv, v.data()}};
+      std::vector<double> three, one;
+      for (int round = 0; round < rounds; ++round) {
+        for (bool fused : {false, true}) {
+          const auto start = std::chrono::steady_clock::now();
+          for (size_t c = 0; c < copies; ++c) {
+            const float* wc = w.data() + c * floats;
+            if (fused) {
+              cpu::matmul(x.data(), wc, nullptr, T, s.C, outputs);
+            } else {
+              for (size_t first = 0; const MatmulOutput& out : outputs) {
+                cpu::matmul(x.data(), wc + first * s.C, nullptr, T, s.C, out.rows, out.y);
+                first += static_cast<size_t>(out.rows);
+              }
+            }
+          }
+          const double us = std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - start)
+                                .count() / static_cast<double>(copies);
+          (fused ? one : three).push_back(us);
+        }
+      }
+      std::sort(three.begin(), three.end());
+      std::sort(one.begin(), one.end());
+      const double a = three[three.size() / 2], b = one[one.size() / 2];
+      std::printf("%-20s %5d %12.2f %12.2f %8.2fx\n", s.model, T, a, b, a / b);
+    }
+  }
 }
 
 int bench_matmul(double min_seconds, int threads) {
@@ -69,6 +123,7 @@ int bench_matmul(double min_seconds, int threads) {
     std::printf("%-28s %5d %6d %6d %12.3f %12.3f %8.2fx\n", s.what, s.T, s.Kin, s.N, ours * 1e3,
                 blas * 1e3, blas / ours);
   }
+  bench_qkv_parts(200);
   return 0;
 }
 
