@@ -212,36 +212,30 @@ template <class W>
 void matmul_streaming(const float* x, const typename W::Element* w, int T, int Kin,
                       std::span<const MatmulOutput> outputs) {
   using Element = typename W::Element;
-  constexpr int kMaxOutputs = 4;
   const int per_block = T == 1 ? kDecodeBlock : kBatchBlock;
-  // Where each range's blocks begin, in the section's block numbering.
-  int first_block[kMaxOutputs + 1] = {0};
-  int first_row[kMaxOutputs] = {0};
-  const int parts = static_cast<int>(outputs.size());
-  if (parts > kMaxOutputs) {  // more ranges than the table holds: one section each
-    size_t row = 0;
-    for (const MatmulOutput& out : outputs) {
-      matmul_streaming<W>(x, w + row * static_cast<size_t>(Kin), T, Kin, std::span(&out, 1));
-      row += static_cast<size_t>(out.rows);
-    }
-    return;
-  }
+  auto blocks_of = [per_block](const MatmulOutput& out) { return (out.rows + per_block - 1) / per_block; };
   long rows = 0;
-  for (int p = 0; p < parts; ++p) {
-    first_row[p] = static_cast<int>(rows);
-    first_block[p + 1] = first_block[p] + (outputs[p].rows + per_block - 1) / per_block;
-    rows += outputs[p].rows;
+  int blocks = 0;
+  for (const MatmulOutput& out : outputs) {
+    rows += out.rows;
+    blocks += blocks_of(out);
   }
   const bool parallel = static_cast<long>(T) * Kin * rows >= kParallelWork;
   const size_t stride = static_cast<size_t>(Kin);
   const int groups = (T + kBatchGroup - 1) / kBatchGroup;
-  parallel_for(first_block[parts], parallel, [&](int64_t b) {
-    int p = 0;
-    while (b >= first_block[p + 1]) ++p;
+  parallel_for(blocks, parallel, [&](int64_t b) {
+    // Block b's range: the ranges before it own the blocks and rows before.
+    size_t p = 0, first_row = 0;
+    int block = static_cast<int>(b);
+    while (block >= blocks_of(outputs[p])) {
+      block -= blocks_of(outputs[p]);
+      first_row += static_cast<size_t>(outputs[p].rows);
+      ++p;
+    }
     const int N = outputs[p].rows;
-    const int n = (static_cast<int>(b) - first_block[p]) * per_block;
+    const int n = block * per_block;
     const int nn = std::min(per_block, N - n);
-    const Element* wb = w + static_cast<size_t>(first_row[p] + n) * stride;
+    const Element* wb = w + (first_row + static_cast<size_t>(n)) * stride;
     float* y = outputs[p].y;
     if (T == 1) {
       decode_block<W>(x, wb, Kin, nn, y + n);
