@@ -7,6 +7,9 @@
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
+#include <span>
+
+#include "kernels/backend.h"
 
 #ifdef __FMA__
 #include <immintrin.h>
@@ -76,5 +79,8 @@ struct WeightRows {
 // for the many-row (prefill) calls; the same bits as the streaming path.
 void matmul_packed(const float* x, const float* w, int T, int Kin, int N, float* y);
 void matmul_packed(const float* x, const WeightRows& w, int T, int Kin, int N, float* y);
+// The consecutive row ranges of w into their own outputs (the fused qkv),
+// x packed once and every range's panels in one parallel section.
+void matmul_packed(const float* x, const WeightRows& w, int T, int Kin, std::span<const MatmulOutput> outputs);
 
 }  // namespace tandem::cpu

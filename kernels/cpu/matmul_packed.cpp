@@ -6,15 +6,25 @@
 // x[t][k] w[n][k] over k = l, l + 16, l + 32, ... by fused multiply-adds,
 // and only the final tree joins them. So each lane is a matrix product of
 // its own, computed here one lane at a time as a textbook register tile:
-// 16 rows of x (two 8-float vectors, packed so that a lane's run of k is
-// contiguous) times 6 rows of w (one value broadcast at a time) in 12
-// accumulator registers, 8 loads per 12 multiply-adds. (Short batches take
-// the streaming path, matmul_stream.h.)
+// 16 rows of x (two 8-float vectors) times 6 rows of w (one value broadcast
+// at a time) in 12 accumulator registers, 8 loads per 12 multiply-adds.
+// (Short batches take the streaming path, matmul_stream.h.)
+//
+// Both operands are packed lane by lane, so that a lane's chain reads two
+// contiguous runs from its first k to its last, in one call: x as panels
+// of 16 rows (per lane, per step, the 16 rows' values), w as panels of 6
+// rows (per lane, per step, a record of the 6 rows' values and 2 zeros, 32
+// bytes), each zero-padded past Kin (the same padding as the streaming
+// path's last partial step) and past the last row. Packing is 8 x 8
+// transposes, 8 floats per instruction. A thread packs each w panel once
+// (narrow weights widened exactly on the way) and meets it with every x
+// panel of a pass, so w is read from memory once per pass; a pass is as
+// many x panels as 4 MiB holds (a 128-token prefill of an 8B model's
+// 4096-wide projection is one pass).
 // The tile's 16 lane results wait in a small scratch for the tree, which is
-// then evaluated 8 elements per instruction. A chain may stop at a chunk
-// border and resume (its accumulators parked in the scratch, exactly),
-// which keeps the w rows a chunk touches in L1; a pass keeps the packed x
-// rows in L2 while every w panel goes by.
+// then evaluated 8 elements per instruction. w panels are claimed one at a
+// time (parallel_for_each), so the threads finish within a panel of each
+// other.
 #include <algorithm>
 #include <vector>
 
@@ -26,197 +36,219 @@ namespace {
 
 using namespace matmul_lanes;
 
-constexpr int kTileCols = 6;  // rows of w per tile, broadcast
-// Steps (16 k each) per chunk: the 6 w rows' chunk is 6 x 512 floats,
-// 12 KiB, and stays in L1 while the 16 lanes go over it.
-constexpr int kChunkSteps = 32;
-// Packed x kept for a pass over every w panel: half of a 512 KiB L2.
-constexpr size_t kPassBytes = 256 * 1024;
+constexpr int kTileRows = 16;  // rows of x per tile: two Halves
+constexpr int kTileCols = 6;   // rows of w per tile, broadcast
+constexpr int kRecord = 8;     // floats per packed w step: the 6 rows, 2 zeros
+// Packed x kept for a pass over every w panel: a share of the last-level
+// cache, which streams a chain's x at the tile's pace.
+constexpr size_t kPassBytes = size_t{4} << 20;
 // Below this many multiply-adds a parallel region costs more than it saves.
 constexpr long kParallelWork = 1 << 16;
 
 inline Half splat(float v) { return Half{v, v, v, v, v, v, v, v}; }
 
-// The tile for Halves x 8 rows of x.
-template <int Halves>
-struct Tile {
-  static constexpr int kRows = 8 * Halves;
-
-  // One lane's accumulators for a tile: [8 rows of x][w row].
-  struct LaneSums {
-    Half v[Halves][kTileCols];
-  };
-
-  // Rows [0, count) of x (stride Kin) as one panel: for each chunk, for
-  // each lane, for each step j of the chunk, the rows' x[r][lane + 16 j];
-  // zero past Kin and for rows past count, as load_tail pads.
-  static void pack_x(const float* x, int Kin, int count, int steps, float* dst) {
-    for (int first = 0; first < steps; first += kChunkSteps) {
-      const int last = std::min(steps, first + kChunkSteps);
-      for (int lane = 0; lane < kLanes; ++lane)
-        for (int j = first; j < last; ++j) {
-          const int k = lane + j * kLanes;
-          for (int r = 0; r < kRows; ++r)
-            *dst++ = r < count && k < Kin ? x[static_cast<size_t>(r) * Kin + k] : 0.0f;
-        }
-    }
-  }
-
-  // Steps [0, count) of one lane's chain: xp holds the lane's rows per
-  // step, w + c * stride + 16 j is w row c's element at step j. The rows
-  // are addressed from two pointers and one stride, so that the loop needs
-  // no more general registers than x86 has.
-  // Out of line, with the sums copied into locals: inlined into tile(), or
-  // updated through the reference (which may alias xp and w), GCC kept the
-  // loop counter and the accumulators in memory.
-  __attribute__((noinline)) static void chain(const float* xp, const float* w, size_t stride, int count,
-                                              LaneSums& sums) {
-    static_assert(kTileCols == 6, "the addressing below names six rows");
-    Half acc[Halves][kTileCols];
-#pragma GCC unroll 4
-    for (int h = 0; h < Halves; ++h)
-#pragma GCC unroll 8
-      for (int c = 0; c < kTileCols; ++c) acc[h][c] = sums.v[h][c];
-    const float* low_rows = w;                // rows 0-2
-    const float* high_rows = w + 3 * stride;  // rows 3-5
-    const float* const end = xp + static_cast<size_t>(count) * kRows;
-    for (; xp != end; xp += kRows, low_rows += kLanes, high_rows += kLanes) {
-      Half xv[Halves];
-#pragma GCC unroll 4
-      for (int h = 0; h < Halves; ++h) xv[h] = in_register(load_half(xp + 8 * h));
-      const float values[kTileCols] = {low_rows[0],  low_rows[stride],  low_rows[2 * stride],
-                                       high_rows[0], high_rows[stride], high_rows[2 * stride]};
-#pragma GCC unroll 8
-      for (int c = 0; c < kTileCols; ++c) {
-        const Half wv = in_register(splat(values[c]));
-#pragma GCC unroll 4
-        for (int h = 0; h < Halves; ++h) acc[h][c] = multiply_add(acc[h][c], xv[h], wv);
-      }
-    }
-#pragma GCC unroll 4
-    for (int h = 0; h < Halves; ++h)
-#pragma GCC unroll 8
-      for (int c = 0; c < kTileCols; ++c) sums.v[h][c] = acc[h][c];
-  }
-
-  // The tree of matmul_lanes::reduce over the 16 lanes' sums, 8 elements
-  // at a time: h[i] = v[i] + v[i + 8]; q[i] = h[i] + h[i + 4];
-  // (q0 + q2) + (q1 + q3).
-  static Half reduce_lanes(const LaneSums (&lanes)[kLanes], int half, int col) {
-    Half h[8], q[4];
-    for (int i = 0; i < 8; ++i) h[i] = lanes[i].v[half][col] + lanes[i + 8].v[half][col];
-    for (int i = 0; i < 4; ++i) q[i] = h[i] + h[i + 4];
-    return (q[0] + q[2]) + (q[1] + q[3]);
-  }
+// One lane's accumulators for a tile: [rows 0-7, rows 8-15][w row].
+struct LaneSums {
+  Half v[2][kTileCols];
 };
 
-// The w side of a tile: six rows at a fixed stride (the last panel's
-// missing rows are zeros in a copy, their results dropped) and their last
-// partial step, zero-padded. Narrow weights are widened into the copy, six
-// rows at a time, so they stay two bytes a weight in memory.
-struct WPanel {
-  const float* rows;
-  size_t stride;
-  float tail[kTileCols][kLanes];
-  int cols;
-};
-
-void prepare_w_panel(const WeightRows& w, int Kin, int N, int n, std::vector<float>& copy, WPanel& panel) {
-  panel.cols = std::min(kTileCols, N - n);
-  panel.stride = static_cast<size_t>(Kin);
-  if (w.f32 && panel.cols == kTileCols) {
-    panel.rows = w.f32 + static_cast<size_t>(n) * Kin;
-  } else {
-    copy.resize(static_cast<size_t>(kTileCols) * Kin);
-    std::fill(copy.begin() + static_cast<ptrdiff_t>(panel.cols) * Kin, copy.end(), 0.0f);
-    for (int c = 0; c < panel.cols; ++c) {
-      const size_t row = static_cast<size_t>(n + c) * Kin;
-      float* dst = copy.data() + static_cast<size_t>(c) * Kin;
-      if (w.f32) {
-        std::copy(w.f32 + row, w.f32 + row + Kin, dst);
-      } else {
-        w.widen(w.narrow + row, Kin, dst);
-      }
-    }
-    panel.rows = copy.data();
+// out[l][r] = in[r][l]: the textbook 8 x 8 transpose in three rounds of
+// shuffles (pairs, quads, then 128-bit halves).
+inline void transpose8(const Half (&in)[8], Half (&out)[8]) {
+  Half t[8], q[8];
+  for (int i = 0; i < 4; ++i) {
+    t[2 * i] = __builtin_shufflevector(in[2 * i], in[2 * i + 1], 0, 8, 1, 9, 4, 12, 5, 13);
+    t[2 * i + 1] = __builtin_shufflevector(in[2 * i], in[2 * i + 1], 2, 10, 3, 11, 6, 14, 7, 15);
   }
-  const int full = Kin / kLanes * kLanes;
-  for (int c = 0; c < kTileCols; ++c) {
-    const float* row = panel.rows + static_cast<size_t>(c) * Kin;
-    std::fill(panel.tail[c], panel.tail[c] + kLanes, 0.0f);
-    std::copy(row + full, row + Kin, panel.tail[c]);
+  for (int i = 0; i < 2; ++i)
+    for (int j = 0; j < 2; ++j) {
+      // rows 4i..4i+3 of columns (j: 0, 1 | 4, 5) and (j: 2, 3 | 6, 7)
+      q[4 * i + 2 * j] = __builtin_shufflevector(t[4 * i + j], t[4 * i + j + 2], 0, 1, 8, 9, 4, 5, 12, 13);
+      q[4 * i + 2 * j + 1] = __builtin_shufflevector(t[4 * i + j], t[4 * i + j + 2], 2, 3, 10, 11, 6, 7, 14, 15);
+    }
+  for (int l = 0; l < 4; ++l) {
+    out[l] = __builtin_shufflevector(q[l], q[l + 4], 0, 1, 2, 3, 8, 9, 10, 11);
+    out[l + 4] = __builtin_shufflevector(q[l], q[l + 4], 4, 5, 6, 7, 12, 13, 14, 15);
   }
 }
 
-// y's rows [0, rows) x columns [0, panel.cols) from one packed x panel.
-template <int Halves>
-void tile(const float* xp, const WPanel& panel, int Kin, int steps, int rows, int N, float* y,
-          typename Tile<Halves>::LaneSums (&lanes)[kLanes]) {
-  using T = Tile<Halves>;
+inline void store_half(float* p, Half v) { std::memcpy(p, &v, sizeof(v)); }
+
+// Rows [0, count) of x (stride Kin) as one panel: for each lane, for each
+// step j, the 16 rows' x[r][lane + 16 j]; zero past Kin and for rows past
+// count. Each step is four 8 x 8 transposes (rows by lanes, halves of each).
+void pack_x(const float* x, int Kin, int count, int steps, float* dst) {
+  const size_t lane_floats = static_cast<size_t>(steps) * kTileRows;
   const int full_steps = Kin / kLanes;
-  for (int first = 0; first < steps; first += kChunkSteps) {
-    const int last = std::min(steps, first + kChunkSteps);
-    const int in_w = std::max(0, std::min(last, full_steps) - first);  // steps read from w itself
-    const float* chunk = xp + static_cast<size_t>(first) * kLanes * T::kRows;
+  for (int j = 0; j < full_steps; ++j)
+    for (int rows = 0; rows < 2; ++rows)
+      for (int lanes = 0; lanes < 2; ++lanes) {
+        Half in[8], out[8];
+        for (int r = 0; r < 8; ++r) {
+          const int row = 8 * rows + r;
+          in[r] = row < count ? load_half(x + static_cast<size_t>(row) * Kin + j * kLanes + 8 * lanes) : Half{};
+        }
+        transpose8(in, out);
+        float* first = dst + 8 * lanes * lane_floats + static_cast<size_t>(j) * kTileRows + 8 * rows;
+        for (int l = 0; l < 8; ++l) store_half(first + l * lane_floats, out[l]);
+      }
+  if (full_steps < steps)  // the last, partial step
     for (int lane = 0; lane < kLanes; ++lane) {
-      typename T::LaneSums sums = {};
-      if (first > 0) sums = lanes[lane];
-      const float* lane_x = chunk + static_cast<size_t>(lane) * (last - first) * T::kRows;
-      T::chain(lane_x, panel.rows + static_cast<size_t>(first) * kLanes + lane, panel.stride, in_w, sums);
-      if (last > full_steps)  // the zero-padded step past Kin / 16 * 16
-        T::chain(lane_x + static_cast<size_t>(in_w) * T::kRows, &panel.tail[0][lane], kLanes, 1, sums);
-      lanes[lane] = sums;
+      const int k = lane + full_steps * kLanes;
+      float* record = dst + lane * lane_floats + static_cast<size_t>(full_steps) * kTileRows;
+      for (int r = 0; r < kTileRows; ++r) record[r] = r < count && k < Kin ? x[static_cast<size_t>(r) * Kin + k] : 0.0f;
+    }
+}
+
+// w's rows [n, n + 6) as one panel: for each lane, for each step j, the
+// record of the six rows' w[n + c][lane + 16 j] (padded to 8 floats);
+// zero past Kin and past N. Narrow rows are widened into `wide` first.
+void pack_w(const WeightRows& w, int Kin, int N, int n, int steps, std::vector<float>& wide, float* dst) {
+  const int cols = std::min(kTileCols, N - n);
+  const size_t lane_floats = static_cast<size_t>(steps) * kRecord;
+  const float* rows[kTileCols];
+  if (w.f32 && cols == kTileCols) {
+    for (int c = 0; c < cols; ++c) rows[c] = w.f32 + static_cast<size_t>(n + c) * Kin;
+  } else {
+    wide.assign(static_cast<size_t>(kTileCols) * Kin, 0.0f);  // rows past N stay zero
+    for (int c = 0; c < kTileCols; ++c) rows[c] = wide.data() + static_cast<size_t>(c) * Kin;
+    for (int c = 0; c < cols; ++c) {
+      const size_t offset = static_cast<size_t>(n + c) * Kin;
+      if (w.f32) {
+        std::copy(w.f32 + offset, w.f32 + offset + Kin, wide.data() + static_cast<size_t>(c) * Kin);
+      } else {
+        w.widen(w.narrow + offset, Kin, wide.data() + static_cast<size_t>(c) * Kin);
+      }
     }
   }
-  for (int h = 0; h < Halves; ++h)
-    for (int c = 0; c < panel.cols; ++c) {
+  const int full_steps = Kin / kLanes;  // steps with all 16 lanes inside Kin
+  for (int j = 0; j < full_steps; ++j) {
+    for (int half = 0; half < 2; ++half) {
+      Half in[8] = {}, out[8];  // rows 6 and 7 zero: the records' padding
+      for (int c = 0; c < kTileCols; ++c) in[c] = load_half(rows[c] + j * kLanes + 8 * half);
+      transpose8(in, out);
+      float* first = dst + 8 * half * lane_floats + static_cast<size_t>(j) * kRecord;
+      for (int l = 0; l < 8; ++l) store_half(first + l * lane_floats, out[l]);
+    }
+  }
+  if (full_steps < steps) {  // the last, partial step
+    for (int lane = 0; lane < kLanes; ++lane) {
+      const int k = lane + full_steps * kLanes;
+      float* record = dst + lane * lane_floats + static_cast<size_t>(full_steps) * kRecord;
+      for (int c = 0; c < kRecord; ++c) record[c] = c < kTileCols && k < Kin ? rows[c][k] : 0.0f;
+    }
+  }
+}
+
+// One lane's chain over all its steps: xp holds the lane's 16 rows per
+// step, wp its 6 weights per step.
+// Out of line, with the sums in locals: inlined into tile(), or updated
+// through a reference (which may alias xp and wp), GCC kept the loop
+// counter and the accumulators in memory.
+__attribute__((noinline)) void chain(const float* xp, const float* wp, int steps, LaneSums& sums) {
+  Half acc[2][kTileCols];
+#pragma GCC unroll 8
+  for (int c = 0; c < kTileCols; ++c) acc[0][c] = acc[1][c] = Half{};
+  const float* const end = xp + static_cast<size_t>(steps) * kTileRows;
+  for (; xp != end; xp += kTileRows, wp += kRecord) {
+    const Half low = in_register(load_half(xp));
+    const Half high = in_register(load_half(xp + 8));
+#pragma GCC unroll 8
+    for (int c = 0; c < kTileCols; ++c) {
+      const Half wv = in_register(splat(wp[c]));
+      acc[0][c] = multiply_add(acc[0][c], low, wv);
+      acc[1][c] = multiply_add(acc[1][c], high, wv);
+    }
+  }
+#pragma GCC unroll 8
+  for (int c = 0; c < kTileCols; ++c) {
+    sums.v[0][c] = acc[0][c];
+    sums.v[1][c] = acc[1][c];
+  }
+}
+
+// The tree of matmul_lanes::reduce over the 16 lanes' sums, 8 elements
+// at a time: h[i] = v[i] + v[i + 8]; q[i] = h[i] + h[i + 4];
+// (q0 + q2) + (q1 + q3).
+Half reduce_lanes(const LaneSums (&lanes)[kLanes], int half, int col) {
+  Half h[8], q[4];
+  for (int i = 0; i < 8; ++i) h[i] = lanes[i].v[half][col] + lanes[i + 8].v[half][col];
+  for (int i = 0; i < 4; ++i) q[i] = h[i] + h[i + 4];
+  return (q[0] + q[2]) + (q[1] + q[3]);
+}
+
+// y's rows [0, rows) x columns [0, cols) from one x panel and one w panel.
+void tile(const float* xp, const float* wp, int steps, int rows, int cols, int N, float* y,
+          LaneSums (&lanes)[kLanes]) {
+  const size_t x_lane = static_cast<size_t>(steps) * kTileRows;
+  const size_t w_lane = static_cast<size_t>(steps) * kRecord;
+  for (int lane = 0; lane < kLanes; ++lane) chain(xp + lane * x_lane, wp + lane * w_lane, steps, lanes[lane]);
+  for (int h = 0; h < 2; ++h)
+    for (int c = 0; c < cols; ++c) {
       float column[8];
-      const Half sum = T::reduce_lanes(lanes, h, c);
+      const Half sum = reduce_lanes(lanes, h, c);
       std::memcpy(column, &sum, sizeof(column));
       for (int i = 0; i < 8 && 8 * h + i < rows; ++i) y[static_cast<size_t>(8 * h + i) * N + c] = column[i];
     }
 }
 
-template <int Halves>
-void run(const float* x, const WeightRows& w, int T, int Kin, int N, float* y) {
-  constexpr int kRows = Tile<Halves>::kRows;
+}  // namespace
+
+void matmul_packed(const float* x, const WeightRows& w, int T, int Kin, std::span<const MatmulOutput> outputs) {
   const int steps = (Kin + kLanes - 1) / kLanes;
-  const int x_panels = (T + kRows - 1) / kRows;
-  const int w_panels = (N + kTileCols - 1) / kTileCols;
-  const size_t panel_floats = static_cast<size_t>(steps) * kLanes * kRows;
-  const bool parallel = static_cast<long>(T) * Kin * N >= kParallelWork;
+  const int x_panels = (T + kTileRows - 1) / kTileRows;
+  const size_t x_panel_floats = static_cast<size_t>(steps) * kLanes * kTileRows;
+  const size_t w_panel_floats = static_cast<size_t>(steps) * kLanes * kRecord;
+  // Each output's w panels, numbered across the outputs: output o's start
+  // at first_panel[o], its w rows at first_row[o].
+  struct Range {
+    int first_panel;
+    size_t first_row;
+  };
+  std::vector<Range> ranges;
+  int w_panels = 0;
+  long total_rows = 0;
+  for (const MatmulOutput& out : outputs) {
+    ranges.push_back({w_panels, static_cast<size_t>(total_rows)});
+    w_panels += (out.rows + kTileCols - 1) / kTileCols;
+    total_rows += out.rows;
+  }
+  const bool parallel = static_cast<long>(T) * Kin * total_rows >= kParallelWork;
 
   static thread_local std::vector<float> packed_x;
-  packed_x.resize(static_cast<size_t>(x_panels) * panel_floats);
+  packed_x.resize(static_cast<size_t>(x_panels) * x_panel_floats);
   float* const px = packed_x.data();
   parallel_for(x_panels, parallel, [&](int64_t panel) {
     const int p = static_cast<int>(panel);
-    Tile<Halves>::pack_x(x + static_cast<size_t>(p) * kRows * Kin, Kin, std::min(kRows, T - p * kRows), steps,
-                         px + static_cast<size_t>(p) * panel_floats);
+    pack_x(x + static_cast<size_t>(p) * kTileRows * Kin, Kin, std::min(kTileRows, T - p * kTileRows), steps,
+           px + static_cast<size_t>(p) * x_panel_floats);
   });
 
-  const int pass_panels = std::max<int>(1, static_cast<int>(kPassBytes / (panel_floats * sizeof(float))));
+  const int pass_panels = std::max<int>(1, static_cast<int>(kPassBytes / (x_panel_floats * sizeof(float))));
   for (int first = 0; first < x_panels; first += pass_panels) {
     const int last = std::min(x_panels, first + pass_panels);
-    parallel_for(w_panels, parallel, [&](int64_t b) {
-      static thread_local std::vector<float> copy;
-      const int n = static_cast<int>(b) * kTileCols;
-      WPanel panel;
-      prepare_w_panel(w, Kin, N, n, copy, panel);
-      typename Tile<Halves>::LaneSums lanes[kLanes];
+    parallel_for_each(w_panels, parallel, [&](int64_t b) {
+      static thread_local std::vector<float> packed_w, wide_row;
+      size_t o = 0;
+      while (o + 1 < ranges.size() && ranges[o + 1].first_panel <= b) ++o;
+      const int N = outputs[o].rows;
+      const int n = (static_cast<int>(b) - ranges[o].first_panel) * kTileCols;
+      packed_w.resize(w_panel_floats);
+      pack_w(w.rows_from(ranges[o].first_row * static_cast<size_t>(Kin)), Kin, N, n, steps, wide_row,
+             packed_w.data());
+      LaneSums lanes[kLanes];
       for (int p = first; p < last; ++p) {
-        const int t = p * kRows;
-        tile<Halves>(px + static_cast<size_t>(p) * panel_floats, panel, Kin, steps, std::min(kRows, T - t), N,
-                     y + static_cast<size_t>(t) * N + n, lanes);
+        const int t = p * kTileRows;
+        tile(px + static_cast<size_t>(p) * x_panel_floats, packed_w.data(), steps, std::min(kTileRows, T - t),
+             std::min(kTileCols, N - n), N, outputs[o].y + static_cast<size_t>(t) * N + n, lanes);
       }
     });
   }
 }
 
-}  // namespace
-
 void matmul_packed(const float* x, const WeightRows& w, int T, int Kin, int N, float* y) {
-  run<2>(x, w, T, Kin, N, y);
+  const MatmulOutput output{N, y};
+  matmul_packed(x, w, T, Kin, std::span<const MatmulOutput>(&output, 1));
 }
 
 void matmul_packed(const float* x, const float* w, int T, int Kin, int N, float* y) {

@@ -256,19 +256,15 @@ void matmul_streaming(const float* x, const typename W::Element* w, int T, int K
 }
 
 // The whole op for weights stored as W: the streaming path up to kMaxRows
-// rows of x, else the packed path range by range (a prefill's sections are
-// long enough that their count does not matter); then the bias.
+// rows of x, else the packed path (x packed once for every range); then
+// the bias.
 template <class W>
 void matmul_rows(const float* x, const typename W::Element* w, const WeightRows& packed, const float* bias,
                  int T, int Kin, std::span<const MatmulOutput> outputs) {
   if (T <= kMaxRows) {
     matmul_streaming<W>(x, w, T, Kin, outputs);
   } else {
-    size_t row = 0;
-    for (const MatmulOutput& out : outputs) {
-      matmul_packed(x, packed.rows_from(row * static_cast<size_t>(Kin)), T, Kin, out.rows, out.y);
-      row += static_cast<size_t>(out.rows);
-    }
+    matmul_packed(x, packed, T, Kin, outputs);
   }
   if (!bias) return;
   for (const MatmulOutput& out : outputs) {

@@ -267,7 +267,7 @@ int64_t ThreadPool::chunk_count(int64_t n, int threads) {
   return std::min<int64_t>(n, static_cast<int64_t>(threads) * kChunksPerThread);
 }
 
-void ThreadPool::run(int64_t n, RangeBody body) {
+void ThreadPool::run(int64_t n, RangeBody body, int64_t chunks) {
   if (n <= 0) return;
   State& s = *state_;
   std::unique_lock lock(s.busy, std::try_to_lock);
@@ -282,7 +282,7 @@ void ThreadPool::run(int64_t n, RangeBody body) {
   }
   Job job(body);
   job.n = n;
-  job.chunks = chunk_count(n, s.threads);
+  job.chunks = chunks > 0 ? std::min(n, chunks) : chunk_count(n, s.threads);
   s.current.store(&job, std::memory_order_seq_cst);
   s.wake_workers();
 

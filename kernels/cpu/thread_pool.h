@@ -87,8 +87,9 @@ class ThreadPool {
   // Calls body(begin, end) over chunks covering [0, n) exactly once each,
   // on the calling thread and the workers; returns when all are done. The
   // first exception a chunk throws is rethrown here (chunks not yet
-  // started are then skipped).
-  void run(int64_t n, RangeBody body);
+  // started are then skipped). `chunks` > 0 asks for that many chunks
+  // (at most n) instead of chunk_count's.
+  void run(int64_t n, RangeBody body, int64_t chunks = 0);
 
   // The chunks run() cuts [0, n) into: chunk c is
   // [n * c / count, n * (c + 1) / count).
@@ -129,6 +130,24 @@ void parallel_for(int64_t n, bool parallel, Body&& body) {
   parallel_ranges(n, parallel, [&body](int64_t begin, int64_t end) {
     for (int64_t i = begin; i < end; ++i) body(i);
   });
+}
+
+// parallel_for with each index claimed on its own, for sections of long
+// indices (a prefill's w panels, tens of microseconds each): with the
+// default chunks (a quarter of a thread's share), the thread that takes
+// the last one leaves the others idle for up to that long; here, for at
+// most one index. A claim is one atomic add, nothing beside such indices.
+template <class Body>
+void parallel_for_each(int64_t n, bool parallel, Body&& body) {
+  if (n <= 0) return;
+  const auto ranges = [&body](int64_t begin, int64_t end) {
+    for (int64_t i = begin; i < end; ++i) body(i);
+  };
+  if (!parallel || n == 1) {
+    ranges(int64_t{0}, n);
+    return;
+  }
+  default_pool().run(n, RangeBody(ranges), n);
 }
 
 }  // namespace tandem::cpu

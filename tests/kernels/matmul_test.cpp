@@ -83,12 +83,12 @@ TEST(Matmul, EveryRowIsIndependentOfItsBatch) {
   }
 }
 
-// The many-row path packs x in 16-row panels, w in 6-row panels, k in
-// chunks of 512 and x in passes that fit the L2, while one row alone takes
-// the streaming path: every T from 1 to 70 at the first, a middle and the
-// last row positions must give each row's bits computed alone. Kin 531
-// leaves a partial 16-lane step and spans two k chunks; Kin 2000 makes
-// several passes over x; N 37 leaves a partial w panel.
+// The many-row path packs x in 16-row panels and w in 6-row panels, lane
+// by lane, while one row alone takes the streaming path: every T from 1 to
+// 70 at the first, a middle and the last row positions must give each
+// row's bits computed alone. Kin 531 leaves a partial 16-lane step; N 37
+// and 13 leave a partial w panel; Kin 17 is one full step and one of a
+// single lane.
 TEST(Matmul, EveryPathAndTileGivesTheBitsOfTheRowAlone) {
   const int max_T = 70;
   for (const auto& [Kin, N] : {std::pair{531, 37}, std::pair{2000, 13}, std::pair{17, 5}}) {
@@ -110,6 +110,24 @@ TEST(Matmul, EveryPathAndTileGivesTheBitsOfTheRowAlone) {
       }
     }
     EXPECT_EQ(mismatches, 0) << "Kin=" << Kin << " N=" << N;
+  }
+}
+
+// x panels beyond 4 MiB of packed x take several passes, each packing w
+// again: Kin 20000 makes a panel 1.3 MB, so 64 and 70 rows (4 and 5
+// panels) are two passes, one of them partial.
+TEST(Matmul, SeveralPassesOverXGiveTheBitsOfTheRowAlone) {
+  const int Kin = 20000, N = 7, max_T = 70;
+  const auto x = random_vector(static_cast<size_t>(max_T) * Kin, 9);
+  const auto w = random_vector(static_cast<size_t>(N) * Kin, 10);
+  std::vector<float> alone(static_cast<size_t>(max_T) * N);
+  for (int t = 0; t < max_T; ++t)
+    cpu::matmul(x.data() + static_cast<size_t>(t) * Kin, w.data(), nullptr, 1, Kin, N,
+                alone.data() + static_cast<size_t>(t) * N);
+  for (int T : {48, 64, 70}) {
+    std::vector<float> batch(static_cast<size_t>(T) * N);
+    cpu::matmul(x.data(), w.data(), nullptr, T, Kin, N, batch.data());
+    EXPECT_EQ(std::memcmp(batch.data(), alone.data(), batch.size() * sizeof(float)), 0) << "T=" << T;
   }
 }
 

@@ -16,6 +16,7 @@
 #include <random>
 #include <stdexcept>
 #include <thread>
+#include <tuple>
 #include <vector>
 
 #include "common/error.h"
@@ -66,6 +67,27 @@ TEST(ThreadPool, ChunksAreTheFixedPartitionOfN) {
   for (int64_t c = 0; c < chunks; ++c) {
     EXPECT_EQ(seen[static_cast<size_t>(c)].first, n * c / chunks);
     EXPECT_EQ(seen[static_cast<size_t>(c)].second, n * (c + 1) / chunks);
+  }
+}
+
+// A chunk count asked for (parallel_for_each asks for one per index) is
+// the same fixed partition with that many chunks, capped at n.
+TEST(ThreadPool, AskedChunksPartitionNThatManyWays) {
+  ThreadPool pool(3);
+  for (const auto& [n, asked, expected] : {std::tuple{1001, 1001, 1001}, std::tuple{100, 7, 7}, std::tuple{5, 9, 5}}) {
+    std::mutex mutex;
+    std::vector<std::pair<int64_t, int64_t>> seen;
+    auto record = [&](int64_t begin, int64_t end) {
+      std::lock_guard lock(mutex);
+      seen.emplace_back(begin, end);
+    };
+    pool.run(n, cpu::RangeBody(record), asked);
+    std::sort(seen.begin(), seen.end());
+    ASSERT_EQ(static_cast<int64_t>(seen.size()), expected) << "n " << n << ", asked " << asked;
+    for (int64_t c = 0; c < expected; ++c) {
+      EXPECT_EQ(seen[static_cast<size_t>(c)].first, n * c / expected);
+      EXPECT_EQ(seen[static_cast<size_t>(c)].second, n * (c + 1) / expected);
+    }
   }
 }
 

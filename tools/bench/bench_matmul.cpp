@@ -16,24 +16,10 @@
 #include "kernels/cpu/ops.h"
 #include "kernels/cpu/thread_pool.h"
 #include "tools/bench/bench_suites.h"
+#include "tools/bench/same_run_references.h"
 
 namespace tandem::bench {
 namespace {
-
-// Mean seconds per call over at least `min_seconds` of repeated calls.
-template <typename F>
-double seconds_per_call(F&& call, double min_seconds) {
-  call();  // warm caches and the thread pool
-  const auto start = std::chrono::steady_clock::now();
-  int calls = 0;
-  double elapsed = 0;
-  do {
-    call();
-    ++calls;
-    elapsed = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-  } while (elapsed < min_seconds);
-  return elapsed / calls;
-}
 
 // The fused qkv projection as three matmuls (one per row range) against
 // one cpu::matmul over the three outputs (Backend::matmul_parts), rounds
@@ -87,9 +73,11 @@ void bench_qkv_parts(int rounds) {
   }
 }
 
-int bench_matmul(double min_seconds, int threads) {
+int bench_matmul(int rounds, int threads) {
   require(threads >= 0 && threads <= 1024, ErrorKind::invalid_argument,
           "--threads must be in [0, 1024], got " + std::to_string(threads));
+  require(rounds >= 1 && rounds <= 10000, ErrorKind::invalid_argument,
+          "--rounds must be in [1, 10000], got " + std::to_string(rounds));
   // Both sides get the same number of threads.
   cpu::configure_threads(threads, cpu::Pinning::none);
   openblas_set_num_threads(cpu::default_pool().threads());
@@ -103,25 +91,13 @@ int bench_matmul(double min_seconds, int threads) {
                           {128, 512, 2752, "prefill, gate+up"},
                           {128, 1376, 512, "prefill, down"},
                           {128, 4096, 4096, "prefill, 8B-sized square"}};
-  std::mt19937 rng(1);
-  std::normal_distribution<float> normal;
+  std::printf("median of %d rounds, the two sides alternating\n", rounds);
   std::printf("%-28s %5s %6s %6s %12s %12s %9s\n", "shape", "T", "Kin", "N", "ours ms",
               "openblas ms", "speed-up");
   for (const Shape& s : shapes) {
-    std::vector<float> x(static_cast<size_t>(s.T) * s.Kin), w(static_cast<size_t>(s.N) * s.Kin);
-    std::vector<float> y(static_cast<size_t>(s.T) * s.N);
-    for (float& v : x) v = normal(rng);
-    for (float& v : w) v = normal(rng);
-    const double ours = seconds_per_call(
-        [&] { cpu::matmul(x.data(), w.data(), nullptr, s.T, s.Kin, s.N, y.data()); }, min_seconds);
-    const double blas = seconds_per_call(
-        [&] {
-          cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, s.T, s.N, s.Kin, 1.0f, x.data(),
-                      s.Kin, w.data(), s.Kin, 0.0f, y.data(), s.N);
-        },
-        min_seconds);
-    std::printf("%-28s %5d %6d %6d %12.3f %12.3f %8.2fx\n", s.what, s.T, s.Kin, s.N, ours * 1e3,
-                blas * 1e3, blas / ours);
+    const MatmulPair pair = time_projection({s.what, {{s.Kin, s.N}}}, s.T, rounds);
+    std::printf("%-28s %5d %6d %6d %12.3f %12.3f %8.2fx\n", s.what, s.T, s.Kin, s.N, pair.ours_seconds * 1e3,
+                pair.blas_seconds * 1e3, pair.blas_seconds / pair.ours_seconds);
   }
   bench_qkv_parts(200);
   return 0;
@@ -130,12 +106,12 @@ int bench_matmul(double min_seconds, int threads) {
 }  // namespace
 
 cli::Run define_matmul(cli::Command& command) {
-  auto seconds = std::make_shared<double>(0.3);
+  auto rounds = std::make_shared<int>(21);
   auto threads = std::make_shared<int>(0);
-  cli::add_value(command, "--seconds", *seconds, "time each side at least this long per shape");
+  cli::add_value(command, "--rounds", *rounds, "alternating rounds per shape (each side ~5 ms a round); medians");
   cli::add_value(command, "--threads", *threads,
                  "threads of each side; 0: one per CPU this process may run on");
-  return [seconds, threads] { return bench_matmul(*seconds, *threads); };
+  return [rounds, threads] { return bench_matmul(*rounds, *threads); };
 }
 
 }  // namespace tandem::bench

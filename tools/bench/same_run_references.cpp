@@ -94,7 +94,7 @@ double StreamRead::gigabytes_per_second(int rounds) {
 
 std::vector<ProjectionShape> prefill_projections(const ModelConfig& c) {
   const int C = c.hidden_size;
-  return {{"qkv", {{C, c.q_dim()}, {C, c.kv_dim()}, {C, c.kv_dim()}}},
+  return {{"qkv", {{C, c.q_dim()}, {C, c.kv_dim()}, {C, c.kv_dim()}}, true},
           {"o", {{c.q_dim(), C}}},
           {"gate_up", {{C, 2 * c.intermediate_size}}},
           {"down", {{c.intermediate_size, C}}},
@@ -116,34 +116,62 @@ MatmulPair time_projection(const ProjectionShape& shape, int T, int repeats) {
     for (float& v : call.w) v = normal(rng);
     calls.push_back(std::move(call));
   }
+  // One op over stacked weights (the fused qkv): ours as the forward pass
+  // issues it, every range into its own output from one x; OpenBLAS as one
+  // sgemm over the stacked rows (its best case).
+  std::vector<float> stacked_w, stacked_y;
+  std::vector<MatmulOutput> outputs;
+  if (shape.one_op) {
+    for (Call& c : calls) {
+      stacked_w.insert(stacked_w.end(), c.w.begin(), c.w.end());
+      outputs.push_back({c.N, c.y.data()});
+    }
+    stacked_y.resize(static_cast<size_t>(T) * (stacked_w.size() / static_cast<size_t>(calls[0].Kin)));
+  }
   auto ours = [&] {
+    if (shape.one_op) {
+      cpu::matmul(calls[0].x.data(), stacked_w.data(), nullptr, T, calls[0].Kin, outputs);
+      return;
+    }
     for (Call& c : calls) cpu::matmul(c.x.data(), c.w.data(), nullptr, T, c.Kin, c.N, c.y.data());
   };
   auto blas = [&] {
+    if (shape.one_op) {
+      const int Kin = calls[0].Kin, N = static_cast<int>(stacked_w.size() / static_cast<size_t>(Kin));
+      cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, T, N, Kin, 1.0f, calls[0].x.data(), Kin,
+                  stacked_w.data(), Kin, 0.0f, stacked_y.data(), N);
+      return;
+    }
     for (Call& c : calls)
       cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, T, c.N, c.Kin, 1.0f, c.x.data(), c.Kin,
                   c.w.data(), c.Kin, 0.0f, c.y.data(), c.N);
   };
-  // Warm caches and both thread pools; then enough calls per sample that a
-  // sample lasts about 5 ms, the two sides alternating sample by sample.
+  // Enough calls per sample that a sample lasts about 5 ms.
   ours();
   blas();
   auto start = Clock::now();
   ours();
   const int calls_per_sample = std::clamp(static_cast<int>(0.005 / seconds_since(start)), 1, 1000);
+  // Each sample: a pause, then 20 ms of untimed calls, then the timed ones.
+  // The pause lets the other side's threads go to sleep: OpenBLAS's OpenMP
+  // workers keep spinning after a call (libgomp spins GOMP_SPINCOUNT
+  // rounds, milliseconds), which would take the cores from our sample;
+  // ours park after 50 µs. The untimed calls bring both cores back after
+  // the pause: on our 2-CPU virtual machines, a thread woken after an idle
+  // pause often did not run for ~10 ms (its virtual CPU had been given
+  // away by the host), so whichever side ran first after the pause ran on
+  // one core, and OpenBLAS, whose workers spin, never paid for it.
+  const auto sample = [&](auto& side, std::vector<double>& seconds) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    for (const auto warm = Clock::now(); seconds_since(warm) < 0.02;) side();
+    const auto begin = Clock::now();
+    for (int i = 0; i < calls_per_sample; ++i) side();
+    seconds.push_back(seconds_since(begin) / calls_per_sample);
+  };
   std::vector<double> ours_s, blas_s;
   for (int r = 0; r < repeats; ++r) {
-    start = Clock::now();
-    for (int i = 0; i < calls_per_sample; ++i) ours();
-    ours_s.push_back(seconds_since(start) / calls_per_sample);
-    start = Clock::now();
-    for (int i = 0; i < calls_per_sample; ++i) blas();
-    blas_s.push_back(seconds_since(start) / calls_per_sample);
-    // OpenBLAS's OpenMP workers may keep spinning after a call (libgomp
-    // spins GOMP_SPINCOUNT rounds before it sleeps, milliseconds), which
-    // would take the cores from our next sample; ours park after 50 µs.
-    // So both sides start from sleeping workers.
-    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    sample(ours, ours_s);
+    sample(blas, blas_s);
   }
   return {median(ours_s), median(blas_s)};
 }

@@ -34,6 +34,7 @@ class StreamRead {
 struct ProjectionShape {
   std::string name;
   std::vector<std::pair<int, int>> calls;  // (Kin, N) each
+  bool one_op = false;  // one op over the calls' stacked weights and one x (the same Kin)
 };
 std::vector<ProjectionShape> prefill_projections(const ModelConfig& config);
 
