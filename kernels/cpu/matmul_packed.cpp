@@ -140,6 +140,12 @@ void pack_w(const WeightRows& w, int Kin, int N, int n, int steps, std::vector<f
   }
 }
 
+// Asks for `count` floats from `p` on in the L2, a line at a time.
+inline void prefetch_rows(const float* p, size_t count) {
+  const char* bytes = reinterpret_cast<const char*>(p);
+  for (size_t offset = 0; offset < count * sizeof(float); offset += 64) __builtin_prefetch(bytes + offset, 0, 2);
+}
+
 // One lane's chain over all its steps: xp holds the lane's 16 rows per
 // step, wp its 6 weights per step.
 // Out of line, with the sums in locals: inlined into tile(), or updated
@@ -150,6 +156,7 @@ __attribute__((noinline)) void chain(const float* xp, const float* wp, int steps
 #pragma GCC unroll 8
   for (int c = 0; c < kTileCols; ++c) acc[0][c] = acc[1][c] = Half{};
   const float* const end = xp + static_cast<size_t>(steps) * kTileRows;
+#pragma GCC unroll 2  // half the loop branches; 2 steps of 12 multiply-adds each
   for (; xp != end; xp += kTileRows, wp += kRecord) {
     const Half low = in_register(load_half(xp));
     const Half high = in_register(load_half(xp + 8));
@@ -183,13 +190,21 @@ void tile(const float* xp, const float* wp, int steps, int rows, int cols, int N
   const size_t x_lane = static_cast<size_t>(steps) * kTileRows;
   const size_t w_lane = static_cast<size_t>(steps) * kRecord;
   for (int lane = 0; lane < kLanes; ++lane) chain(xp + lane * x_lane, wp + lane * w_lane, steps, lanes[lane]);
-  for (int h = 0; h < 2; ++h)
-    for (int c = 0; c < cols; ++c) {
-      float column[8];
-      const Half sum = reduce_lanes(lanes, h, c);
-      std::memcpy(column, &sum, sizeof(column));
-      for (int i = 0; i < 8 && 8 * h + i < rows; ++i) y[static_cast<size_t>(8 * h + i) * N + c] = column[i];
+  // The tree gives columns of 8 rows; transposed, each row's (up to) 6
+  // results are one store (of a constant size where the panel is full).
+  for (int h = 0; h < 2; ++h) {
+    Half columns[8] = {}, row_major[8];
+    for (int c = 0; c < kTileCols; ++c) columns[c] = reduce_lanes(lanes, h, c);
+    transpose8(columns, row_major);
+    const int count = std::min(8, rows - 8 * h);
+    float* first = y + static_cast<size_t>(8 * h) * N;
+    if (cols == kTileCols) {
+      for (int i = 0; i < count; ++i) std::memcpy(first + static_cast<size_t>(i) * N, &row_major[i], kTileCols * sizeof(float));
+    } else {
+      const size_t bytes = static_cast<size_t>(cols) * sizeof(float);
+      for (int i = 0; i < count; ++i) std::memcpy(first + static_cast<size_t>(i) * N, &row_major[i], bytes);
     }
+  }
 }
 
 }  // namespace
@@ -233,9 +248,15 @@ void matmul_packed(const float* x, const WeightRows& w, int T, int Kin, std::spa
       while (o + 1 < ranges.size() && ranges[o + 1].first_panel <= b) ++o;
       const int N = outputs[o].rows;
       const int n = (static_cast<int>(b) - ranges[o].first_panel) * kTileCols;
+      const size_t row = ranges[o].first_row + static_cast<size_t>(n);  // the panel's first row of w
       packed_w.resize(w_panel_floats);
       pack_w(w.rows_from(ranges[o].first_row * static_cast<size_t>(Kin)), Kin, N, n, steps, wide_row,
              packed_w.data());
+      // The rows after this panel's (the next panel's, whichever thread
+      // takes it) on their way to the cache while these tiles run.
+      const size_t next = row + static_cast<size_t>(std::min(kTileCols, N - n));
+      if (w.f32 && next < static_cast<size_t>(total_rows))
+        prefetch_rows(w.f32 + next * Kin, std::min<size_t>(kTileCols, static_cast<size_t>(total_rows) - next) * Kin);
       LaneSums lanes[kLanes];
       for (int p = first; p < last; ++p) {
         const int t = p * kTileRows;
