@@ -52,26 +52,6 @@ struct LaneSums {
   Half v[2][kTileCols];
 };
 
-// out[l][r] = in[r][l]: the textbook 8 x 8 transpose in three rounds of
-// shuffles (pairs, quads, then 128-bit halves).
-inline void transpose8(const Half (&in)[8], Half (&out)[8]) {
-  Half t[8], q[8];
-  for (int i = 0; i < 4; ++i) {
-    t[2 * i] = __builtin_shufflevector(in[2 * i], in[2 * i + 1], 0, 8, 1, 9, 4, 12, 5, 13);
-    t[2 * i + 1] = __builtin_shufflevector(in[2 * i], in[2 * i + 1], 2, 10, 3, 11, 6, 14, 7, 15);
-  }
-  for (int i = 0; i < 2; ++i)
-    for (int j = 0; j < 2; ++j) {
-      // rows 4i..4i+3 of columns (j: 0, 1 | 4, 5) and (j: 2, 3 | 6, 7)
-      q[4 * i + 2 * j] = __builtin_shufflevector(t[4 * i + j], t[4 * i + j + 2], 0, 1, 8, 9, 4, 5, 12, 13);
-      q[4 * i + 2 * j + 1] = __builtin_shufflevector(t[4 * i + j], t[4 * i + j + 2], 2, 3, 10, 11, 6, 7, 14, 15);
-    }
-  for (int l = 0; l < 4; ++l) {
-    out[l] = __builtin_shufflevector(q[l], q[l + 4], 0, 1, 2, 3, 8, 9, 10, 11);
-    out[l + 4] = __builtin_shufflevector(q[l], q[l + 4], 4, 5, 6, 7, 12, 13, 14, 15);
-  }
-}
-
 inline void store_half(float* p, Half v) { std::memcpy(p, &v, sizeof(v)); }
 
 // Rows [0, count) of x (stride Kin) as one panel: for each lane, for each

@@ -23,6 +23,17 @@ std::vector<float> random_vector(size_t n, uint32_t seed) {
   return v;
 }
 
+// Rows [0, rows) of x times w, each row in a call of its own (the
+// one-row path): what every batch must reproduce bit for bit.
+std::vector<float> each_row_alone(const std::vector<float>& x, const std::vector<float>& w, int rows, int Kin,
+                                  int N) {
+  std::vector<float> alone(static_cast<size_t>(rows) * N);
+  for (int t = 0; t < rows; ++t)
+    cpu::matmul(x.data() + static_cast<size_t>(t) * Kin, w.data(), nullptr, 1, Kin, N,
+                alone.data() + static_cast<size_t>(t) * N);
+  return alone;
+}
+
 struct Shape {
   int T, Kin, N;
 };
@@ -65,10 +76,7 @@ TEST(Matmul, EveryRowIsIndependentOfItsBatch) {
   const int Kin = 200, N = 37, max_T = 25;  // Kin leaves a tail; N a partial block
   const auto x = random_vector(static_cast<size_t>(max_T) * Kin, 4);
   const auto w = random_vector(static_cast<size_t>(N) * Kin, 5);
-  std::vector<float> alone(static_cast<size_t>(max_T) * N);
-  for (int t = 0; t < max_T; ++t)
-    cpu::matmul(x.data() + static_cast<size_t>(t) * Kin, w.data(), nullptr, 1, Kin, N,
-                alone.data() + static_cast<size_t>(t) * N);
+  const std::vector<float> alone = each_row_alone(x, w, max_T, Kin, N);
   for (int T = 1; T <= max_T; ++T) {
     // Rows offset..offset+T-1 in one call must equal each row computed alone.
     for (int offset : {0, max_T - T}) {
@@ -94,10 +102,7 @@ TEST(Matmul, EveryPathAndTileGivesTheBitsOfTheRowAlone) {
   for (const auto& [Kin, N] : {std::pair{531, 37}, std::pair{2000, 13}, std::pair{17, 5}}) {
     const auto x = random_vector(static_cast<size_t>(max_T) * Kin, 7);
     const auto w = random_vector(static_cast<size_t>(N) * Kin, 8);
-    std::vector<float> alone(static_cast<size_t>(max_T) * N);
-    for (int t = 0; t < max_T; ++t)
-      cpu::matmul(x.data() + static_cast<size_t>(t) * Kin, w.data(), nullptr, 1, Kin, N,
-                  alone.data() + static_cast<size_t>(t) * N);
+    const std::vector<float> alone = each_row_alone(x, w, max_T, Kin, N);
     int mismatches = 0;
     for (int T = 1; T <= max_T; ++T) {
       for (int offset : {0, (max_T - T) / 2, max_T - T}) {
@@ -120,10 +125,7 @@ TEST(Matmul, SeveralPassesOverXGiveTheBitsOfTheRowAlone) {
   const int Kin = 20000, N = 7, max_T = 70;
   const auto x = random_vector(static_cast<size_t>(max_T) * Kin, 9);
   const auto w = random_vector(static_cast<size_t>(N) * Kin, 10);
-  std::vector<float> alone(static_cast<size_t>(max_T) * N);
-  for (int t = 0; t < max_T; ++t)
-    cpu::matmul(x.data() + static_cast<size_t>(t) * Kin, w.data(), nullptr, 1, Kin, N,
-                alone.data() + static_cast<size_t>(t) * N);
+  const std::vector<float> alone = each_row_alone(x, w, max_T, Kin, N);
   for (int T : {48, 64, 70}) {
     std::vector<float> batch(static_cast<size_t>(T) * N);
     cpu::matmul(x.data(), w.data(), nullptr, T, Kin, N, batch.data());
