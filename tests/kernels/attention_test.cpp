@@ -55,6 +55,15 @@ struct Batch {
     cache = {k.data(), v.data(), blocks, kBlockSize, kKvHeads, D};
   }
 
+  float scale() const { return 1.0f / std::sqrt(static_cast<float>(D)); }
+
+  // Every sequence's new tokens in one call.
+  std::vector<float> attend_together() const {
+    std::vector<float> out(q.size());
+    cpu::attention(q.data(), slices, kHeads, cache, scale(), out.data());
+    return out;
+  }
+
   const float* row(const std::vector<float>& kv, int seq, int position, int kv_head) const {
     const int32_t block = tables[static_cast<size_t>(seq)][static_cast<size_t>(position / kBlockSize)];
     const size_t slot = static_cast<size_t>(block) * kBlockSize + position % kBlockSize;
@@ -88,49 +97,48 @@ std::vector<double> reference(const Batch& b, int seq, const float* q, int head,
 // tokens ending at position 21, and a prefill of 1 token.
 std::vector<Sequence> mixed_batch() { return {{13, 13}, {1, 30}, {4, 22}, {1, 1}}; }
 
+// visit(sequence, row of the token in q, its position) for every new token.
+template <class Visit>
+void for_each_token(const Batch& b, Visit&& visit) {
+  for (size_t s = 0; s < b.slices.size(); ++s) {
+    const SequenceSlice& slice = b.slices[s];
+    for (int j = 0; j < slice.token_count; ++j)
+      visit(static_cast<int>(s), slice.token_offset + j, slice.context_length - slice.token_count + j);
+  }
+}
+
 class AttentionHeadDims : public ::testing::TestWithParam<int> {};
 
 TEST_P(AttentionHeadDims, MatchesFloat64) {
-  Batch b(GetParam(), mixed_batch());
-  const float scale = 1.0f / std::sqrt(static_cast<float>(b.D));
-  std::vector<float> out(b.q.size());
-  cpu::attention(b.q.data(), b.slices, kHeads, b.cache, scale, out.data());
+  const Batch b(GetParam(), mixed_batch());
+  const std::vector<float> out = b.attend_together();
   double worst = 0;
-  for (size_t s = 0; s < b.sequences.size(); ++s) {
-    const SequenceSlice& slice = b.slices[s];
-    for (int j = 0; j < slice.token_count; ++j)
-      for (int h = 0; h < kHeads; ++h) {
-        const size_t offset = (static_cast<size_t>(slice.token_offset + j) * kHeads + h) * b.D;
-        const int last = slice.context_length - slice.token_count + j;
-        const std::vector<double> want = reference(b, static_cast<int>(s), b.q.data() + offset, h, last);
-        for (int d = 0; d < b.D; ++d)
-          worst = std::max(worst, std::abs(out[offset + static_cast<size_t>(d)] - want[static_cast<size_t>(d)]));
-      }
-  }
+  for_each_token(b, [&](int seq, int row, int last) {
+    for (int h = 0; h < kHeads; ++h) {
+      const size_t offset = (static_cast<size_t>(row) * kHeads + h) * b.D;
+      const std::vector<double> want = reference(b, seq, b.q.data() + offset, h, last);
+      for (int d = 0; d < b.D; ++d)
+        worst = std::max(worst, std::abs(out[offset + static_cast<size_t>(d)] - want[static_cast<size_t>(d)]));
+    }
+  });
   // Outputs are averages of N(0, 1) values; float32 sums of up to 30 terms
   // stay within a few 1e-7 of float64.
   EXPECT_LT(worst, 1e-5) << "head_dim " << b.D;
 }
 
 TEST_P(AttentionHeadDims, EachPairIsTheSameBitsAlone) {
-  Batch b(GetParam(), mixed_batch());
-  const float scale = 1.0f / std::sqrt(static_cast<float>(b.D));
-  std::vector<float> together(b.q.size());
-  cpu::attention(b.q.data(), b.slices, kHeads, b.cache, scale, together.data());
+  const Batch b(GetParam(), mixed_batch());
+  const std::vector<float> together = b.attend_together();
   int mismatches = 0;
-  for (size_t s = 0; s < b.sequences.size(); ++s) {
-    const SequenceSlice& slice = b.slices[s];
-    for (int j = 0; j < slice.token_count; ++j) {
-      // The token alone: a one-token step at its own position.
-      const SequenceSlice alone_slice{0, 1, slice.context_length - slice.token_count + j + 1, slice.block_table};
-      const size_t offset = static_cast<size_t>(slice.token_offset + j) * kHeads * b.D;
-      std::vector<float> alone(static_cast<size_t>(kHeads) * b.D);
-      cpu::attention(b.q.data() + offset, std::span(&alone_slice, 1), kHeads, b.cache, scale, alone.data());
-      if (std::memcmp(alone.data(), together.data() + offset, alone.size() * sizeof(float)) != 0 &&
-          ++mismatches <= 5)
-        ADD_FAILURE() << "sequence " << s << ", token " << j;
-    }
-  }
+  for_each_token(b, [&](int seq, int row, int last) {
+    // The token alone: a one-token step at its own position.
+    const SequenceSlice alone_slice{0, 1, last + 1, b.slices[static_cast<size_t>(seq)].block_table};
+    const size_t offset = static_cast<size_t>(row) * kHeads * b.D;
+    std::vector<float> alone(static_cast<size_t>(kHeads) * b.D);
+    cpu::attention(b.q.data() + offset, std::span(&alone_slice, 1), kHeads, b.cache, b.scale(), alone.data());
+    if (std::memcmp(alone.data(), together.data() + offset, alone.size() * sizeof(float)) != 0 && ++mismatches <= 5)
+      ADD_FAILURE() << "sequence " << seq << ", position " << last;
+  });
   EXPECT_EQ(mismatches, 0);
 }
 
