@@ -84,14 +84,15 @@ void group_values(const float* const* values, const float* weights, int count, i
     for (int j = 0; j < count; ++j) out[d] = std::fma(weights[j], values[j][d], out[d]);
 }
 
-// One query row of one head against positions [0, last] of a paged cache.
-// q_head, out_head: (D). scratch: the scores, the rows' addresses and a
-// row of zeros.
+// A thread's scratch: the scores, the rows' addresses (each at least the
+// longest context plus a group) and a row of zeros (head_dim plus 8).
 struct Scratch {
   std::vector<float> scores, zeros;
   std::vector<const float*> rows;
 };
 
+// One query row of one head against positions [0, last] of a paged cache.
+// q_head, out_head: (D).
 void attend_one(const float* q_head, const SequenceSlice& slice, int kv_head, int last,
                 const PagedKvView& cache, float scale, Scratch& scratch, float* out_head) {
   const int D = cache.head_dim;

@@ -127,7 +127,7 @@ inline void prefetch_rows(const float* p, size_t count) {
 }
 
 // One lane's chain over all its steps: xp holds the lane's 16 rows per
-// step, wp its 6 weights per step.
+// step, wp its record (6 weights, 2 zeros) per step.
 // Out of line, with the sums in locals: inlined into tile(), or updated
 // through a reference (which may alias xp and wp), GCC kept the loop
 // counter and the accumulators in memory.
