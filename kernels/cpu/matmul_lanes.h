@@ -2,7 +2,7 @@
 // states the contract): sixteen lane-wise partial sums over k, each one a
 // chain of fused multiply-adds in increasing k, then one fixed reduction
 // tree. Only what a path must agree on bit for bit lives here, and the
-// 8 x 8 transpose the packed path and attention share.
+// 8 x 8 transpose the packed path uses.
 #pragma once
 
 #include <cstddef>
