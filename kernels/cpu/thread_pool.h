@@ -113,15 +113,16 @@ void configure_threads(int threads, Pinning pinning);
 std::string describe_threads();
 
 // body(begin, end) over [0, n), in parallel on the default pool when
-// `parallel` (the caller's judgement that the work pays for a wake-up).
+// `parallel` (the caller's judgement that the work pays for a wake-up), in
+// `chunks` chunks when > 0 (else the pool's default).
 template <class Body>
-void parallel_ranges(int64_t n, bool parallel, Body&& body) {
+void parallel_ranges(int64_t n, bool parallel, Body&& body, int64_t chunks = 0) {
   if (n <= 0) return;
   if (!parallel || n == 1) {
     body(int64_t{0}, n);
     return;
   }
-  default_pool().run(n, RangeBody(body));
+  default_pool().run(n, RangeBody(body), chunks);
 }
 
 // body(i) for every i in [0, n): the drop-in for `#pragma omp parallel for`.
@@ -139,15 +140,12 @@ void parallel_for(int64_t n, bool parallel, Body&& body) {
 // most one index. A claim is one atomic add, nothing beside such indices.
 template <class Body>
 void parallel_for_each(int64_t n, bool parallel, Body&& body) {
-  if (n <= 0) return;
-  const auto ranges = [&body](int64_t begin, int64_t end) {
-    for (int64_t i = begin; i < end; ++i) body(i);
-  };
-  if (!parallel || n == 1) {
-    ranges(int64_t{0}, n);
-    return;
-  }
-  default_pool().run(n, RangeBody(ranges), n);
+  parallel_ranges(
+      n, parallel,
+      [&body](int64_t begin, int64_t end) {
+        for (int64_t i = begin; i < end; ++i) body(i);
+      },
+      n);
 }
 
 }  // namespace tandem::cpu

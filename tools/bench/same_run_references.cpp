@@ -156,11 +156,11 @@ MatmulPair time_projection(const ProjectionShape& shape, int T, int repeats) {
   // The pause lets the other side's threads go to sleep: OpenBLAS's OpenMP
   // workers keep spinning after a call (libgomp spins GOMP_SPINCOUNT
   // rounds, milliseconds), which would take the cores from our sample;
-  // ours park after 50 µs. The untimed calls bring both cores back after
-  // the pause: on our 2-CPU virtual machines, a thread woken after an idle
-  // pause often did not run for ~10 ms (its virtual CPU had been given
-  // away by the host), so whichever side ran first after the pause ran on
-  // one core, and OpenBLAS, whose workers spin, never paid for it.
+  // ours park after 50 µs. The untimed calls bring the cores back to
+  // speed after the pause: on our 2-CPU virtual machines the first ~10 ms
+  // of work after an idle pause ran up to 2x slower, so whichever side ran
+  // first after it paid for that alone (and OpenBLAS, timed second, never
+  // did).
   const auto sample = [&](auto& side, std::vector<double>& seconds) {
     std::this_thread::sleep_for(std::chrono::milliseconds(20));
     for (const auto warm = Clock::now(); seconds_since(warm) < 0.02;) side();
