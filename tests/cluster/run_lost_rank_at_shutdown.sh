@@ -42,5 +42,5 @@ grep -qF "$lost" "$work/response.json"
 [ $status -ne 0 ] || { cat "$log"; echo "the job exited 0 after losing a rank"; exit 1; }
 grep -qF "tandem: $lost did not acknowledge" "$log"
 grep "SIGTERM: shutting down gracefully" "$log" >/dev/null
-grep -F "$lost" "$log" | grep -q "; stopping the job" || { cat "$log"; echo "no line ends the job naming $lost"; exit 1; }
+grep -F "$lost" "$log" | grep "; stopping the job" >/dev/null || { cat "$log"; echo "no line ends the job naming $lost"; exit 1; }
 echo "lost rank at shutdown: 503, job exit $status"

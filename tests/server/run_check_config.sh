@@ -24,7 +24,7 @@ expect() {
   local status=0 output
   output=$("$@" 2>&1) || status=$?
   [ "$status" -eq "$want" ] || { echo "$*: expected exit $want, got $status: $output"; exit 1; }
-  echo "$output" | grep -qE -- "$pattern" || { echo "$*: expected /$pattern/ in: $output"; exit 1; }
+  grep -qE -- "$pattern" <<< "$output" || { echo "$*: expected /$pattern/ in: $output"; exit 1; }
 }
 
 expect 0 "configs/local.yaml: OK" "$tandem" serve --check-config configs/local.yaml

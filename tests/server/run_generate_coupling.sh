@@ -26,7 +26,7 @@ expect_refused() {
   shift
   output=$(run "$@" 2>&1) || status=$?
   [ "$status" -ne 0 ] || { echo "$*: accepted"; exit 1; }
-  echo "$output" | grep -q -- "$pattern" || { echo "$*: expected '$pattern' in: $output"; exit 1; }
+  grep -q -- "$pattern" <<< "$output" || { echo "$*: expected '$pattern' in: $output"; exit 1; }
 }
 expect_refused "--coupling wants rejection, gumbel or auto" --coupling always
 expect_refused "--coupling gumbel cannot be lenient" --draft models/tiny/draft --coupling gumbel \

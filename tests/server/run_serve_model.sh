@@ -27,7 +27,7 @@ expect() {
   local status=0 output
   output=$(timeout 120 "$@" 2>&1) || status=$?
   [ "$status" -eq "$want" ] || { echo "$*: expected exit $want, got $status: $output"; exit 1; }
-  echo "$output" | grep -qE -- "$pattern" || { echo "$*: expected /$pattern/ in: $output"; exit 1; }
+  grep -qE -- "$pattern" <<< "$output" || { echo "$*: expected /$pattern/ in: $output"; exit 1; }
 }
 
 pid=""
@@ -73,8 +73,8 @@ complete() {
 # The pair.
 serve_model pair --model models/tiny/target --draft models/tiny/draft
 reply=$(complete)
-echo "$reply" | grep -q '"text":"' || { echo "no completion: $reply"; exit 1; }
-echo "$reply" | grep -q '"drafter":"model"' || { echo "not drafted by the model: $reply"; exit 1; }
+grep -q '"text":"' <<< "$reply" || { echo "no completion: $reply"; exit 1; }
+grep -q '"drafter":"model"' <<< "$reply" || { echo "not drafted by the model: $reply"; exit 1; }
 stop_gracefully pair
 yaml="$work/pair.yaml"
 grep -qx "    path: models/tiny/target" "$yaml" || { cat "$yaml"; echo "no target path"; exit 1; }
@@ -89,8 +89,8 @@ diff "$work/pair.summary" "$work/pair.checked" || { echo "the printed YAML is an
 # Without --draft: the n-gram drafter.
 serve_model alone --model models/tiny/target --gamma 3
 reply=$(complete)
-echo "$reply" | grep -q '"drafter":"ngram"' || { echo "not the n-gram drafter: $reply"; exit 1; }
-echo "$reply" | grep -q '"gamma_policy":"3"' || { echo "not gamma 3: $reply"; exit 1; }
+grep -q '"drafter":"ngram"' <<< "$reply" || { echo "not the n-gram drafter: $reply"; exit 1; }
+grep -q '"gamma_policy":"3"' <<< "$reply" || { echo "not gamma 3: $reply"; exit 1; }
 grep -q "drafter ngram" "$work/alone.log" || { cat "$work/alone.log"; exit 1; }
 stop_gracefully alone
 grep -qx "  drafter: ngram" "$work/alone.yaml" || { cat "$work/alone.yaml"; exit 1; }

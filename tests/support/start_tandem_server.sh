@@ -54,7 +54,7 @@ stop_gracefully() {
 rank_pid() {
   local child
   for child in $(pgrep -P $pid); do
-    if tr '\0' '\n' </proc/$child/environ 2>/dev/null | grep -qx "OMPI_COMM_WORLD_RANK=$1"; then
+    if grep -qx "OMPI_COMM_WORLD_RANK=$1" < <(tr '\0' '\n' </proc/$child/environ 2>/dev/null); then
       echo $child
       return 0
     fi

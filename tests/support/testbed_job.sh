@@ -134,7 +134,7 @@ job_rank_where() {
   local host candidate
   for host in $("$TESTBED" hosts | awk '{print $1}'); do
     for candidate in $(ip netns pids "$host"); do
-      if tr '\0' '\n' </proc/$candidate/environ 2>/dev/null | grep -qxE "$(rank_variable)=$1" &&
+      if grep -qxE "$(rank_variable)=$1" < <(tr '\0' '\n' </proc/$candidate/environ 2>/dev/null) &&
          [ "$(cat /proc/$candidate/comm 2>/dev/null)" = tandem ]; then
         echo "$candidate $host"
         return 0

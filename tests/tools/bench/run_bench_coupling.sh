@@ -16,14 +16,14 @@ output=$("$bench" coupling --threads 1 --model models/tiny/target --draft models
 echo "$output"
 fail() { echo "FAIL: $1"; exit 1; }
 
-bound=$(echo "$output" | grep -E '^T 1\.0, along the [0-9]+ positions') || fail "no bound line"
+bound=$(grep -E '^T 1\.0, along the [0-9]+ positions' <<< "$output") || fail "no bound line"
 positions=$(echo "$bound" | sed -E 's/.*along the ([0-9]+) positions.*/\1/')
 [ "$positions" -eq $((sessions * 12)) ] || fail "expected $((sessions * 12)) positions, got $positions"
-echo "$bound" | grep -q 'positions below the bound: 0;' || fail "a position below the bound"
-echo "$bound" | grep -q "gives: $positions/$positions;" || fail "the race on p missed plain tokens"
+grep -q 'positions below the bound: 0;' <<< "$bound" || fail "a position below the bound"
+grep -q "gives: $positions/$positions;" <<< "$bound" || fail "the race on p missed plain tokens"
 
-echo "$output" | grep -q '^| T | gamma | alpha rejection | alpha gumbel |' || fail "no table header"
-row=$(echo "$output" | grep -E '^\| 1\.0 \| 2 \|') || fail "no row for T 1.0, gamma 2"
+grep -q '^| T | gamma | alpha rejection | alpha gumbel |' <<< "$output" || fail "no table header"
+row=$(grep -E '^\| 1\.0 \| 2 \|' <<< "$output") || fail "no row for T 1.0, gamma 2"
 # 13 columns; the last is "= plain" under the Gumbel coupling.
 IFS='|' read -r -a cells <<< "$row"
 [ "${#cells[@]}" -eq 14 ] || fail "expected 13 columns in: $row"
