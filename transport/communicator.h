@@ -52,6 +52,18 @@ class Communicator {
 
   // Sends bytes to rank `to`; returns once the buffer may be reused.
   virtual void send(std::span<const std::byte> bytes, int to, int tag) = 0;
+  // The same, but gives up once timeout_seconds pass without the transport
+  // having taken the message, and returns false. A send to a process that
+  // is gone can wait for ever (Open MPI first tries to connect to it again),
+  // where a receive from it times out: this is how a sender notices. A
+  // message given up on may still go out later, so the communicator keeps
+  // its own copy of the bytes until then. The default sends at once.
+  virtual bool send_within(std::span<const std::byte> bytes, int to, int tag,
+                           double timeout_seconds) {
+    (void)timeout_seconds;
+    send(bytes, to, tag);
+    return true;
+  }
   // The next message with `tag` from rank `from`. Waits at most
   // timeout_seconds (negative: forever); std::nullopt when it passed.
   virtual std::optional<Bytes> receive(int from, int tag, double timeout_seconds) = 0;

@@ -116,11 +116,21 @@ void DelayedCommunicator::broadcast(Bytes& bytes, int root) {
 
 void DelayedCommunicator::send(std::span<const std::byte> bytes, int to, int tag) {
   if (!links_.remote(rank(), to)) return inner_->send(bytes, to, tag);
-  Bytes stamped(kStampBytes + bytes.size());
+  inner_->send(stamped(bytes), to, tag);
+}
+
+bool DelayedCommunicator::send_within(std::span<const std::byte> bytes, int to, int tag,
+                                      double timeout_seconds) {
+  if (!links_.remote(rank(), to)) return inner_->send_within(bytes, to, tag, timeout_seconds);
+  return inner_->send_within(stamped(bytes), to, tag, timeout_seconds);
+}
+
+Bytes DelayedCommunicator::stamped(std::span<const std::byte> bytes) {
+  Bytes message(kStampBytes + bytes.size());
   const int64_t sent = ticks(Clock::now());
-  std::memcpy(stamped.data(), &sent, kStampBytes);
-  if (!bytes.empty()) std::memcpy(stamped.data() + kStampBytes, bytes.data(), bytes.size());
-  inner_->send(stamped, to, tag);
+  std::memcpy(message.data(), &sent, kStampBytes);
+  if (!bytes.empty()) std::memcpy(message.data() + kStampBytes, bytes.data(), bytes.size());
+  return message;
 }
 
 std::optional<Bytes> DelayedCommunicator::receive(int from, int tag, double timeout_seconds) {

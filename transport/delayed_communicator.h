@@ -46,6 +46,8 @@ class DelayedCommunicator final : public Communicator {
   void broadcast(Bytes& bytes, int root) override;
 
   void send(std::span<const std::byte> bytes, int to, int tag) override;
+  bool send_within(std::span<const std::byte> bytes, int to, int tag,
+                   double timeout_seconds) override;
   std::optional<Bytes> receive(int from, int tag, double timeout_seconds) override;
 
   std::unique_ptr<Communicator> split(std::span<const int> ranks) override;
@@ -66,6 +68,8 @@ class DelayedCommunicator final : public Communicator {
   // After a collective: `rounds` delays when it crossed hosts and this rank
   // receives data from it.
   void hold_collective(bool receives);
+  // bytes after their send time (kStampBytes).
+  static Bytes stamped(std::span<const std::byte> bytes);
 
   std::unique_ptr<Communicator> inner_;
   LinkMap links_;

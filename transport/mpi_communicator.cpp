@@ -47,6 +47,35 @@ std::string with_rank(const char* operation, int rank) {
   return std::string(operation) + " rank " + std::to_string(rank);
 }
 
+// The wait between two polls of receive() and send_within(), as kSpinTime
+// above says; next() is false once the timeout has passed.
+class PollWait {
+ public:
+  explicit PollWait(double timeout_seconds)
+      // Negative means forever; so does a timeout beyond any job's life (or
+      // NaN), which would overflow the clock's arithmetic below.
+      : forever_(!(timeout_seconds >= 0) || timeout_seconds > kForever),
+        deadline_(start_ + std::chrono::duration_cast<Clock::duration>(
+                               std::chrono::duration<double>(forever_ ? 0.0 : timeout_seconds))) {}
+
+  bool next() {
+    const Clock::time_point now = Clock::now();
+    if (!forever_ && now >= deadline_) return false;
+    if (now - start_ < kSpinTime) return true;
+    auto nap = std::chrono::duration_cast<Clock::duration>(sleep_);
+    if (!forever_) nap = std::min(nap, deadline_ - now);
+    std::this_thread::sleep_for(nap);
+    sleep_ = std::min(sleep_ * 2, now - start_ < kBusyWindow ? kBusySleep : kIdleSleep);
+    return true;
+  }
+
+ private:
+  const Clock::time_point start_ = Clock::now();
+  const bool forever_;
+  const Clock::time_point deadline_;
+  std::chrono::microseconds sleep_ = kFirstSleep;
+};
+
 }  // namespace
 
 MpiCommunicator::MpiCommunicator(MPI_Comm comm) : comm_(comm) {
@@ -59,7 +88,10 @@ MpiCommunicator::MpiCommunicator(MPI_Comm comm) : comm_(comm) {
 MpiCommunicator::~MpiCommunicator() { release(); }
 
 MpiCommunicator::MpiCommunicator(MpiCommunicator&& other) noexcept
-    : comm_(std::exchange(other.comm_, MPI_COMM_NULL)), rank_(other.rank_), size_(other.size_) {}
+    : comm_(std::exchange(other.comm_, MPI_COMM_NULL)),
+      rank_(other.rank_),
+      size_(other.size_),
+      given_up_(std::move(other.given_up_)) {}
 
 MpiCommunicator& MpiCommunicator::operator=(MpiCommunicator&& other) noexcept {
   if (this != &other) {
@@ -67,6 +99,7 @@ MpiCommunicator& MpiCommunicator::operator=(MpiCommunicator&& other) noexcept {
     comm_ = std::exchange(other.comm_, MPI_COMM_NULL);
     rank_ = other.rank_;
     size_ = other.size_;
+    given_up_ = std::move(other.given_up_);
   }
   return *this;
 }
@@ -77,7 +110,18 @@ void MpiCommunicator::release() {
   // be an error, and a destructor must not throw.
   int finalized = 0;
   MPI_Finalized(&finalized);
-  if (!finalized) MPI_Comm_free(&comm_);
+  if (!finalized) {
+    forget_finished_sends();
+    // A send still not taken is to a rank that is gone, and the job is
+    // ending: its bytes are left to the process's end rather than freed
+    // under MPI, which may still read them.
+    for (GivenUpSend& send : given_up_) {
+      MPI_Request_free(&send.request);
+      static_cast<void>(send.bytes.release());
+    }
+    MPI_Comm_free(&comm_);
+  }
+  given_up_.clear();
   comm_ = MPI_COMM_NULL;
 }
 
@@ -138,15 +182,36 @@ void MpiCommunicator::send(std::span<const std::byte> bytes, int to, int tag) {
   check_mpi(MPI_Send(bytes.data(), n, MPI_BYTE, to, tag, comm_), with_rank("MPI_Send to", to));
 }
 
+bool MpiCommunicator::send_within(std::span<const std::byte> bytes, int to, int tag,
+                                  double timeout_seconds) {
+  require_peer(to, "MPI_Isend");
+  forget_finished_sends();
+  const int n = mpi_count(bytes.size(), "MPI_Isend");
+  // A copy: if the peer never takes it, MPI may read it after this returns.
+  auto copy = std::make_unique<Bytes>(bytes.begin(), bytes.end());
+  MPI_Request request = MPI_REQUEST_NULL;
+  check_mpi(MPI_Isend(copy->data(), n, MPI_BYTE, to, tag, comm_, &request),
+            with_rank("MPI_Isend to", to));
+  PollWait wait(timeout_seconds);
+  do {
+    int done = 0;
+    check_mpi(MPI_Test(&request, &done, MPI_STATUS_IGNORE), with_rank("MPI_Test of a send to", to));
+    if (done) return true;
+  } while (wait.next());
+  given_up_.push_back({request, std::move(copy)});
+  return false;
+}
+
+void MpiCommunicator::forget_finished_sends() {
+  std::erase_if(given_up_, [](GivenUpSend& send) {
+    int done = 0;
+    return MPI_Test(&send.request, &done, MPI_STATUS_IGNORE) != MPI_SUCCESS || done != 0;
+  });
+}
+
 std::optional<Bytes> MpiCommunicator::receive(int from, int tag, double timeout_seconds) {
   require_peer(from, "MPI_Recv");
-  const Clock::time_point start = Clock::now();
-  // Negative means forever; so does a timeout beyond any job's life (or
-  // NaN), which would overflow the clock's arithmetic below.
-  const bool forever = !(timeout_seconds >= 0) || timeout_seconds > kForever;
-  const auto deadline = start + std::chrono::duration_cast<Clock::duration>(
-                                    std::chrono::duration<double>(forever ? 0.0 : timeout_seconds));
-  auto sleep = kFirstSleep;
+  PollWait wait(timeout_seconds);
   // A matched probe (MPI_Improbe + MPI_Mrecv) receives exactly the message
   // probed, whose size is then known before the buffer is allocated.
   MPI_Message message = MPI_MESSAGE_NULL;
@@ -156,13 +221,7 @@ std::optional<Bytes> MpiCommunicator::receive(int from, int tag, double timeout_
     check_mpi(MPI_Improbe(from, tag, comm_, &found, &message, &status),
               with_rank("MPI_Improbe from", from));
     if (found) break;
-    const Clock::time_point now = Clock::now();
-    if (!forever && now >= deadline) return std::nullopt;
-    if (now - start < kSpinTime) continue;
-    auto nap = std::chrono::duration_cast<Clock::duration>(sleep);
-    if (!forever) nap = std::min(nap, deadline - now);
-    std::this_thread::sleep_for(nap);
-    sleep = std::min(sleep * 2, now - start < kBusyWindow ? kBusySleep : kIdleSleep);
+    if (!wait.next()) return std::nullopt;
   }
   int count = 0;
   check_mpi(MPI_Get_count(&status, MPI_BYTE, &count), with_rank("MPI_Get_count from", from));

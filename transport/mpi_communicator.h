@@ -13,6 +13,9 @@
 
 #include <mpi.h>
 
+#include <memory>
+#include <vector>
+
 #include "transport/communicator.h"
 
 namespace tandem {
@@ -37,6 +40,10 @@ class MpiCommunicator final : public Communicator {
   void broadcast(Bytes& bytes, int root) override;
 
   void send(std::span<const std::byte> bytes, int to, int tag) override;
+  // MPI_Isend of a copy, polled like receive() below; a send given up on
+  // keeps its copy here until it completes (checked at each later call).
+  bool send_within(std::span<const std::byte> bytes, int to, int tag,
+                   double timeout_seconds) override;
   // Polls with MPI_Improbe: spins for a few microseconds (a reply that is
   // already on its way arrives without a sleep), then sleeps with a backoff
   // growing to 1 ms, so an idle worker waiting minutes for its next step
@@ -51,12 +58,20 @@ class MpiCommunicator final : public Communicator {
   MPI_Comm handle() const { return comm_; }
 
  private:
+  // A send_within() that timed out: MPI may still read its bytes.
+  struct GivenUpSend {
+    MPI_Request request = MPI_REQUEST_NULL;
+    std::unique_ptr<Bytes> bytes;
+  };
+
   void release();
   void require_peer(int peer, const char* operation) const;
+  void forget_finished_sends();
 
   MPI_Comm comm_ = MPI_COMM_NULL;
   int rank_ = 0;
   int size_ = 0;
+  std::vector<GivenUpSend> given_up_;
 };
 
 }  // namespace tandem

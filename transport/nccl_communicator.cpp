@@ -283,6 +283,11 @@ void NcclCommunicator::send(std::span<const std::byte> bytes, int to, int tag) {
   host_->send(bytes, to, tag);
 }
 
+bool NcclCommunicator::send_within(std::span<const std::byte> bytes, int to, int tag,
+                                   double timeout_seconds) {
+  return host_->send_within(bytes, to, tag, timeout_seconds);
+}
+
 std::optional<Bytes> NcclCommunicator::receive(int from, int tag, double timeout_seconds) {
   return host_->receive(from, tag, timeout_seconds);
 }

@@ -60,6 +60,8 @@ class NcclCommunicator final : public Communicator {
   // Host bytes: the host communicator's.
   void broadcast(Bytes& bytes, int root) override;
   void send(std::span<const std::byte> bytes, int to, int tag) override;
+  bool send_within(std::span<const std::byte> bytes, int to, int tag,
+                   double timeout_seconds) override;
   std::optional<Bytes> receive(int from, int tag, double timeout_seconds) override;
 
   // Splits the host communicator, then makes an NCCL communicator over the

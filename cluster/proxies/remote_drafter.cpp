@@ -39,7 +39,8 @@ void RemoteDrafter::begin_propose(std::span<const DraftRequest> requests) {
     step.entries.push_back(std::move(entry));
     in_flight_sampled_.push_back(!request.sampling.greedy());
   }
-  channel_.send(wire::encode(step), channel_.layout().placement.draft_rank, Tag::command);
+  channel_.send_command(wire::encode(step), channel_.layout().placement.draft_rank,
+                        "draft step " + std::to_string(step.step));
 }
 
 void RemoteDrafter::finish_propose(std::vector<DraftProposal>& proposals) {

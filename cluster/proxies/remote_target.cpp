@@ -10,9 +10,9 @@ void RemoteTarget::run(wire::TargetStep& step, std::span<const DeviceRows> local
   const std::vector<int>& ranks = channel_.layout().placement.target_ranks;
   send_q_rows(step, local_q);
   const Bytes bytes = wire::encode(step);
-  for (int rank : ranks) channel_.send(bytes, rank, Tag::command);
   const std::string name = "target step " + std::to_string(step.step);
   try {
+    for (int rank : ranks) channel_.send_command(bytes, rank, name);
     // Acknowledgements first, in TP order: a rank that never received the
     // step is the one to blame, not rank 0 waiting for it in an all-reduce.
     for (int rank : ranks) channel_.await(rank, Tag::ack, "acknowledge " + name);

@@ -1,6 +1,7 @@
 #include "cluster/ranks/coordinator_rank.h"
 
 #include "cluster/wire/messages.h"
+#include "common/error.h"
 #include "common/log_line.h"
 
 namespace tandem {
@@ -17,15 +18,24 @@ void wait_for_workers(PeerChannel& channel, std::ostream& log) {
   }
 }
 
-void stop_workers(PeerChannel& channel) {
+std::string stop_workers(PeerChannel& channel) {
   // A drafter here with the target on other ranks: its q rows end first.
   if (QRowsLink* link = channel.q_rows_link(); link != nullptr && link->sends()) link->send_end();
   wire::Shutdown message;
   message.reason = "the coordinator is shutting down";
   const Bytes bytes = wire::encode(message);
   const ClusterLayout& layout = channel.layout();
-  for (int rank = 0; rank < layout.world_size; ++rank)
-    if (rank != layout.rank) channel.send(bytes, rank, Tag::command);
+  std::string lost;
+  for (int rank = 0; rank < layout.world_size; ++rank) {
+    if (rank == layout.rank) continue;
+    try {
+      channel.send_command(bytes, rank, "its Shutdown");
+    } catch (const Error& error) {
+      if (error.kind() != ErrorKind::unavailable) throw;
+      if (lost.empty()) lost = error.what();  // the others still get theirs
+    }
+  }
+  return lost;
 }
 
 bool drain_q_rows(PeerChannel& channel) {

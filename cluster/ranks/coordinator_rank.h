@@ -2,11 +2,12 @@
 // steps (those go through the proxies, cluster/proxies/):
 // - wait_for_workers(): every other rank's WorkerReady, logged;
 // - stop_workers(): the end of this process's q rows (when it drafts for a
-//   remote target), then Shutdown to every other rank;
+//   remote target), then Shutdown to every other rank that takes it;
 // - drain_q_rows(): after Shutdown, the draft rank's rows no step needed.
 #pragma once
 
 #include <ostream>
+#include <string>
 
 #include "cluster/links/peer_channel.h"
 
@@ -15,8 +16,9 @@ namespace tandem {
 // Loading takes as long as it takes; a rank that fails to load ends the job.
 void wait_for_workers(PeerChannel& channel, std::ostream& log);
 
-// Small messages go out eagerly: a rank that is lost does not block this.
-void stop_workers(PeerChannel& channel);
+// Every rank is sent its Shutdown, each given up on after the step timeout
+// (a rank that is gone); returns why one was given up on, empty when none.
+std::string stop_workers(PeerChannel& channel);
 
 // Where this process verifies the draft rank's blocks (the target here, the
 // draft on a rank of its own), the draft rank may still be sending rows no

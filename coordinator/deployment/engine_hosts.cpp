@@ -28,7 +28,10 @@ class ClusterEngineHost final : public EngineHost {
     wait_for_workers(channel_, log);
   }
   bool can_lose_ranks() const override { return true; }
-  void stop() override { stop_workers(channel_); }
+  std::string overdue_wait(double grace_seconds) const override {
+    return channel_.overdue(grace_seconds);
+  }
+  std::string stop() override { return stop_workers(channel_); }
   void drain(std::ostream& log) override {
     if (!drain_q_rows(channel_))
       log_line(log, "the draft rank did not end its q rows within the step timeout");

@@ -111,7 +111,11 @@ bool EngineLoop::submit_all(std::vector<CompletionJob>& jobs) {
     // Waiting = submitted, not yet running: the inbox plus the engine's queue.
     if (stopping_ || in_flight_.load() + jobs.size() > options_.max_queued + engine_running_.load())
       return false;
-    for (CompletionJob& job : jobs) inbox_.push_back(std::move(job));
+    std::erase_if(streams_, [](const std::weak_ptr<CompletionStream>& s) { return s.expired(); });
+    for (CompletionJob& job : jobs) {
+      streams_.push_back(job.stream);
+      inbox_.push_back(std::move(job));
+    }
     in_flight_.fetch_add(jobs.size());
   }
   wake_.notify_one();
@@ -124,6 +128,18 @@ void EngineLoop::cancel_all(api::ApiError error) {
     cancel_all_ = std::move(error);
   }
   wake_.notify_all();
+}
+
+void EngineLoop::abandon_all(const api::ApiError& error) {
+  std::lock_guard lock(mutex_);
+  for (const std::weak_ptr<CompletionStream>& weak : streams_) {
+    if (const std::shared_ptr<CompletionStream> stream = weak.lock()) {
+      CompletionEnd end;
+      end.finish_reason = "error";
+      end.error = error;
+      stream->finish(std::move(end));  // a stream that already ended keeps its end
+    }
+  }
 }
 
 void EngineLoop::run() {

@@ -95,6 +95,11 @@ class EngineLoop {
   size_t in_flight() const { return in_flight_.load(); }
   // Ends every job now with `error` (shutdown after the grace period).
   void cancel_all(api::ApiError error);
+  // For when the engine thread is stuck (inside MPI: ServerApp's watchdog)
+  // and the process is about to end: ends every job submitted and not yet
+  // finished with `error`, through its stream alone, from this thread. The
+  // engine's sessions and the counts are left as they are.
+  void abandon_all(const api::ApiError& error);
 
  private:
   struct Active;
@@ -128,9 +133,10 @@ class EngineLoop {
   metrics::Gauge& kv_usage_target_;
   metrics::Gauge* kv_usage_draft_;  // null without a draft cache
 
-  std::mutex mutex_;  // guards inbox_, stopping_, cancel_all_
+  std::mutex mutex_;  // guards inbox_, stopping_, cancel_all_, streams_
   std::condition_variable wake_;
   std::deque<CompletionJob> inbox_;
+  std::vector<std::weak_ptr<CompletionStream>> streams_;  // of the jobs submitted, for abandon_all
   bool stopping_ = false;
   std::optional<api::ApiError> cancel_all_;
   std::atomic<size_t> in_flight_{0};

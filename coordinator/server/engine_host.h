@@ -8,6 +8,7 @@
 #include <memory>
 #include <optional>
 #include <ostream>
+#include <string>
 
 #include "coordinator/models/load_model.h"
 #include "kernels/backend.h"
@@ -43,9 +44,16 @@ class EngineHost {
   // Whether a part can be lost (another rank): the engine's steps then fail
   // with Error(unavailable), and the server answers 503 and stops.
   virtual bool can_lose_ranks() const { return false; }
+  // Any thread: why the thread talking to the other ranks is stuck (a wait
+  // for one still under way grace_seconds after its step timeout), or
+  // empty. See PeerChannel::overdue().
+  virtual std::string overdue_wait(double grace_seconds) const {
+    (void)grace_seconds;
+    return {};
+  }
   // The engine no longer runs (or never started): tell what runs elsewhere
-  // to stop.
-  virtual void stop() {}
+  // to stop. Returns why a part could not be told (it is lost), or empty.
+  virtual std::string stop() { return {}; }
   // After stop(), when nothing was lost and the engine ran: take what the
   // other ranks still send, so that they can finish.
   virtual void drain(std::ostream& log) {}

@@ -17,6 +17,7 @@
 #include "coordinator/metrics/server_metrics.h"
 #include "coordinator/engine_loop/engine_loop.h"
 #include "coordinator/server/api_service.h"
+#include "coordinator/server/watchdog.h"
 #include "kernels/cpu/thread_pool.h"
 #include "workers/speculation/speculative_engine.h"
 
@@ -110,6 +111,8 @@ struct ServerApp::Parts : EngineParts {
   mutable std::mutex lost_mutex;
   std::string lost;  // why another rank is lost; empty while all answer
   pthread_t started_by{};  // the thread that called start(): it takes SIGUSR1
+  std::mutex http_mutex;  // held while shutdown() ends http, and by the watchdog's use of it
+  std::unique_ptr<Watchdog> watchdog;  // while another rank can be lost: see watch_for_stuck_waits
 };
 
 ServerApp::ServerApp(DeploymentConfig config, std::ostream& log, std::unique_ptr<EngineHost> host)
@@ -119,6 +122,7 @@ ServerApp::ServerApp(DeploymentConfig config, std::ostream& log, std::unique_ptr
       parts_(std::make_unique<Parts>(config_.server.served_model_name)) {}
 
 ServerApp::~ServerApp() {
+  parts_->watchdog.reset();
   if (parts_->http) parts_->http->stop();
   if (parts_->engine_loop) parts_->engine_loop->stop();
 }
@@ -126,6 +130,46 @@ ServerApp::~ServerApp() {
 std::string ServerApp::lost() const {
   std::lock_guard lock(parts_->lost_mutex);
   return parts_->lost;
+}
+
+void ServerApp::watch_for_stuck_waits() {
+  // A wait for another rank times out by itself after the step timeout,
+  // unless MPI holds the waiting thread: Open MPI, noticing a lost peer
+  // while mpirun is already ending the job, can keep the thread that
+  // noticed until mpirun kills the process, and the requests in flight
+  // would end with a closed connection instead of a 503. This second of
+  // grace lets every wait that can end do so first.
+  constexpr double kGraceSeconds = 1.0;
+  parts_->watchdog = std::make_unique<Watchdog>(
+      100ms, [this] { return host_->overdue_wait(kGraceSeconds); },
+      [this](const std::string& why) { end_with_stuck_wait(why); });
+}
+
+void ServerApp::end_with_stuck_wait(const std::string& why) {
+  Parts& parts = *parts_;
+  note_lost(why);
+  log_line(log_, why, "; the thread waiting for it is held inside MPI: failing requests with 503",
+           " and ending the job");
+  {
+    std::lock_guard lock(parts.http_mutex);
+    if (parts.http) {  // null once shutdown() has answered every request
+      parts.service->drain();
+      parts.engine_loop->abandon_all(api::unavailable(why));
+      std::this_thread::sleep_for(100ms);  // the connections write the 503s
+      parts.http->close_connections(1s);
+    }
+  }
+  // No unwinding: the threads held inside MPI would never be joined, and
+  // mpirun ends the rest of the job when this process exits non-zero.
+  log_.flush();
+  std::cerr.flush();
+  std::_Exit(kLostRankExit);
+}
+
+void ServerApp::note_lost(const std::string& why) {
+  if (why.empty()) return;
+  std::lock_guard lock(parts_->lost_mutex);
+  if (parts_->lost.empty()) parts_->lost = why;  // the first loss is the cause
 }
 
 int ServerApp::port() const { return parts_->http ? parts_->http->port() : 0; }
@@ -188,11 +232,8 @@ void ServerApp::start() {
   loop_options.log = &log_;
   loop_options.drafters.assign(drafters.begin(), drafters.end());
   if (host_->can_lose_ranks()) {
-    loop_options.on_lost = [&parts](const std::string& why) {
-      {
-        std::lock_guard lock(parts.lost_mutex);
-        parts.lost = why;
-      }
+    loop_options.on_lost = [this, &parts](const std::string& why) {
+      note_lost(why);
       // To run_until_signalled's thread, which sigwait()s for it. Not to the
       // process: once that thread has left sigwait() (a SIGTERM's shutdown,
       // under way when a rank is lost), the kernel would hand the signal to
@@ -205,6 +246,7 @@ void ServerApp::start() {
       *parts.engine, *parts.target.cache, parts.draft ? parts.draft->cache.get() : nullptr,
       tokenizer, parts.metrics, loop_options);
   parts.engine_loop->start();
+  if (host_->can_lose_ranks()) watch_for_stuck_waits();
   parts.service->attach(*parts.engine_loop, tokenizer, model_facts(parts.target.config, *parts.target.cache, tokenizer),
                         target_chat_template(config));
   const std::filesystem::path& target =
@@ -221,7 +263,7 @@ void ServerApp::shutdown() {
   if (!parts.engine_loop) {  // still loading
     parts.http->close_connections(1s);
     parts.http.reset();
-    host_->stop();
+    note_lost(host_->stop());
     return;
   }
   parts.http->stop_accepting();
@@ -242,8 +284,11 @@ void ServerApp::shutdown() {
   std::this_thread::sleep_for(100ms);
   parts.http->close_connections(1s);
   parts.engine_loop->stop();
-  parts.http.reset();
-  host_->stop();
+  {
+    std::lock_guard lock(parts.http_mutex);
+    parts.http.reset();
+  }
+  note_lost(host_->stop());
   // A lost rank ends the job without waiting for what the others still send.
   if (lost().empty()) host_->drain(log_);
 }

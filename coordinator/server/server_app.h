@@ -32,6 +32,12 @@ class ServerApp {
 
  private:
   struct Parts;
+  void note_lost(const std::string& why);
+  // While another rank can be lost: a watchdog for a wait for one that is
+  // stuck past its step timeout; it ends the process (end_with_stuck_wait).
+  void watch_for_stuck_waits();
+  [[noreturn]] void end_with_stuck_wait(const std::string& why);
+
   DeploymentConfig config_;
   std::ostream& log_;
   std::unique_ptr<EngineHost> host_;

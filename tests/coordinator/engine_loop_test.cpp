@@ -4,7 +4,8 @@
 // with a 400 naming the field, unlogged, while the others finish as they
 // would alone; a step that throws (the backend fails) ends every request
 // in flight with a 500 and is logged, and the loop serves new requests
-// afterwards.
+// afterwards; a step that never returns leaves abandon_all() to answer
+// every request in flight from another thread.
 #include "coordinator/engine_loop/engine_loop.h"
 
 #include <gtest/gtest.h>
@@ -33,9 +34,18 @@ class BreakableBackend final : public test_support::ForwardingBackend {
  public:
   using ForwardingBackend::ForwardingBackend;
   std::atomic<bool> broken{false};
+  // While held, a matmul waits (a step stuck where it cannot time out, as
+  // a thread held inside MPI); `holding` says one is waiting.
+  std::atomic<bool> held{false};
+  std::atomic<bool> holding{false};
   void matmul(const float* x, WeightView w, const float* bias, int T, int Kin, int N,
               float* y) override {
     if (broken.load()) throw Error(ErrorKind::internal, "test backend: the device fell over");
+    while (held.load()) {
+      holding = true;
+      std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    }
+    holding = false;
     ForwardingBackend::matmul(x, w, bias, T, Kin, N, y);
   }
 };
@@ -146,6 +156,46 @@ TEST_F(EngineLoopFailures, AStepThatFailsEndsEveryRequestIsLoggedAndTheLoopServe
   EXPECT_FALSE(after[0].second.error);
   EXPECT_EQ(after[0].second.finish_reason, "length");
   EXPECT_EQ(after[0].second.usage.completion_tokens, 12);
+}
+
+TEST_F(EngineLoopFailures, AStepThatNeverReturnsLeavesAbandonAllToAnswerEveryRequest) {
+  // One request ends before the step that holds; two are in that step.
+  const auto done = run({job({1, 40, 50}, greedy)});
+  ASSERT_EQ(done.size(), 1u);
+  backend.held = true;
+  std::vector<CompletionJob> jobs = {job({1, 40, 50, 60}, greedy), job({1, 9}, seeded)};
+  std::vector<std::shared_ptr<CompletionStream>> streams;
+  for (CompletionJob& j : jobs) {
+    streams.push_back(j.stream);
+    ASSERT_TRUE(loop.submit(j));
+  }
+  const auto give_up = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+  while (!backend.holding.load() && std::chrono::steady_clock::now() < give_up)
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  ASSERT_TRUE(backend.holding.load()) << "the step never reached the held matmul";
+
+  loop.abandon_all(api::unavailable("rank 3 (target shard 1 of 2) is lost"));
+  for (const auto& stream : streams) {
+    const CompletionStream::Drained drained = stream->drain();
+    ASSERT_TRUE(drained.end.has_value()) << "abandon_all did not end a request in flight";
+    EXPECT_EQ(drained.end->finish_reason, "error");
+    ASSERT_TRUE(drained.end->error.has_value());
+    EXPECT_EQ(drained.end->error->status, 503);
+    EXPECT_EQ(drained.end->error->message, "rank 3 (target shard 1 of 2) is lost");
+  }
+  EXPECT_EQ(loop.in_flight(), 2u);  // the engine's own count is left as it is
+
+  // Should the step come back after all, its sessions end as usual, and
+  // the ends given already stand.
+  backend.held = false;
+  const auto after = run({job({1, 40, 50}, greedy)});
+  ASSERT_EQ(after.size(), 1u);
+  EXPECT_EQ(after[0].first, done[0].first);
+  const auto drained_again = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+  while (loop.in_flight() > 0 && std::chrono::steady_clock::now() < drained_again)
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  EXPECT_EQ(loop.in_flight(), 0u);
+  for (const auto& stream : streams) EXPECT_FALSE(stream->drain().end.has_value());
 }
 
 }  // namespace

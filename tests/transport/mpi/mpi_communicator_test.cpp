@@ -1,6 +1,7 @@
 // MpiCommunicator with 4 ranks: collectives with closed-form answers (each
 // rank contributes its rank number), broadcasts of differing sizes,
-// point-to-point ordering per tag, receive timeouts, and sub-communicators.
+// point-to-point ordering per tag, receive and send timeouts, and
+// sub-communicators.
 //
 // Every rank runs every case. A case never leaves early on one rank only
 // (no ASSERT before a collective that the others would still enter), or
@@ -10,8 +11,10 @@
 
 #include <sys/resource.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstring>
+#include <memory>
 #include <numeric>
 #include <string>
 #include <thread>
@@ -191,6 +194,35 @@ TEST(MpiCommunicator, ReceiveTimesOutWithNothingSent) {
   const auto waited = Clock::now() - start;
   EXPECT_GE(waited, std::chrono::milliseconds(300));
   EXPECT_LT(waited, std::chrono::seconds(5));  // generous: 4 ranks share 2 cores
+}
+
+TEST(MpiCommunicator, SendWithinGivesUpOnAPeerNotTakingItAndTheMessageStillArrivesWhole) {
+  // Even ranks send 5 MiB (by rendezvous: it goes only once the receiver
+  // takes it) to the odd rank after them, which is busy for a second
+  // first. The send gives up at its timeout; the caller's buffer is then
+  // overwritten and freed, and the receiver still gets the bytes sent.
+  Communicator& world = mpi_world();
+  const int tag = 109;
+  if (world.rank() % 2 == 0) {
+    const int peer = world.rank() + 1;
+    EXPECT_TRUE(world.send_within(text_bytes("ready?"), peer, tag, 10.0));  // taken eagerly
+    auto large = std::make_unique<Bytes>(pattern(5 << 20, world.rank()));
+    const Clock::time_point start = Clock::now();
+    EXPECT_FALSE(world.send_within(*large, peer, tag, 0.3));
+    const auto waited = Clock::now() - start;
+    EXPECT_GE(waited, std::chrono::milliseconds(300));
+    EXPECT_LT(waited, std::chrono::seconds(5));
+    std::fill(large->begin(), large->end(), std::byte{0});
+    large.reset();
+    // Waiting here keeps MPI going, so the given-up send completes.
+    EXPECT_EQ(text_of(world.receive(peer, tag, 30.0)), "got it");
+  } else {
+    const int peer = world.rank() - 1;
+    EXPECT_EQ(text_of(world.receive(peer, tag, 10.0)), "ready?");
+    std::this_thread::sleep_for(std::chrono::seconds(1));
+    EXPECT_EQ(world.receive(peer, tag, 30.0), pattern(5 << 20, peer));
+    world.send(text_bytes("got it"), peer, tag);
+  }
 }
 
 // CPU time of the calling thread (Linux), to see that waiting sleeps.
