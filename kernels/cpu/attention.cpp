@@ -1,45 +1,119 @@
+// Attention of each (token, head) over its sequence's paged KV cache. Each
+// pair is computed alone, by the same operations whatever else is in the
+// batch (prefill, decode, verification), so results are batch-invariant.
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 #include <vector>
 
+#include "kernels/cpu/matmul_lanes.h"
 #include "kernels/cpu/ops.h"
 #include "kernels/cpu/thread_pool.h"
 
 namespace tandem::cpu {
 namespace {
 
-// One query row of one head against positions [0, last] of a paged cache.
-// q_head, out_head: (D). scores: scratch of at least last + 1 floats.
-void attend_one(const float* q_head, const SequenceSlice& slice, int kv_head, int last,
-                const PagedKvView& cache, float scale, float* scores, float* out_head) {
-  const int D = cache.head_dim;
-  const int bs = cache.block_size;
-  const size_t slot_stride = static_cast<size_t>(cache.kv_heads) * D;  // one slot: (K, D)
-  auto slot_of = [&](int position) {
-    return static_cast<size_t>(slice.block_table[position / bs]) * bs + position % bs;
-  };
+using matmul_lanes::Half;
+using matmul_lanes::load_half;
+using matmul_lanes::multiply_add;
+using matmul_lanes::transpose8;
 
-  float max_score = -INFINITY;
-  for (int i = 0; i <= last; ++i) {
-    const float* key = cache.k + slot_of(i) * slot_stride + static_cast<size_t>(kv_head) * D;
-    float dot = 0.0f;
-#pragma omp simd reduction(+ : dot)
-    for (int d = 0; d < D; ++d) dot += q_head[d] * key[d];
-    scores[i] = dot * scale;
-    max_score = std::max(max_score, scores[i]);
+// Keys and values go in groups of this many positions: one group's dot
+// products are summed lane-wise together (one transpose and 7 adds for 8
+// keys, not a horizontal sum per key), and one group's values update each
+// 8 floats of the output once.
+constexpr int kGroup = 8;
+
+// d values [8 c, 8 c + 8) of a row of D, zero past D.
+inline Half chunk(const float* row, int c, int D) {
+  if (8 * c + 8 <= D) return load_half(row + 8 * c);
+  Half v = {};
+  std::memcpy(&v, row + 8 * c, static_cast<size_t>(D - 8 * c) * sizeof(float));
+  return v;
+}
+
+// The rows of positions [0, last] of one KV head (keys or values), through
+// the block table: a row's slot is its block's base plus its offset, with
+// no division per position.
+void gather_rows(const float* rows, const SequenceSlice& slice, int kv_head, int last, const PagedKvView& cache,
+                 const float** out) {
+  const int bs = cache.block_size;
+  const size_t slot_stride = static_cast<size_t>(cache.kv_heads) * cache.head_dim;  // one slot: (K, D)
+  const float* head = rows + static_cast<size_t>(kv_head) * cache.head_dim;
+  for (int first = 0, b = 0; first <= last; first += bs, ++b) {
+    const float* row = head + static_cast<size_t>(slice.block_table[b]) * bs * slot_stride;
+    const int end = std::min(last + 1, first + bs);
+    for (int i = first; i < end; ++i, row += slot_stride) out[i] = row;
   }
+}
+
+// scores[i] = (q . key i) * scale for the keys of one group (count <= 8):
+// each key's 8 lane sums over d (a chain of fused multiply-adds in d
+// order), then, for all 8 keys at once, the same fixed tree over the lanes.
+// A missing key is a row of zeros, its score dropped: every key's score is
+// the same operations wherever its group starts.
+void group_scores(const float* q, const float* const* keys, int count, int D, float scale, const float* zeros,
+                  float* scores) {
+  Half acc[kGroup] = {};
+  const float* rows[kGroup];
+  for (int j = 0; j < kGroup; ++j) rows[j] = j < count ? keys[j] : zeros;
+  for (int c = 0; 8 * c < D; ++c) {
+    const Half qc = chunk(q, c, D);
+    for (int j = 0; j < kGroup; ++j) acc[j] = multiply_add(acc[j], qc, chunk(rows[j], c, D));
+  }
+  Half lanes[kGroup];  // lanes[l][j] = acc[j][l]
+  transpose8(acc, lanes);
+  const Half sums = ((lanes[0] + lanes[1]) + (lanes[2] + lanes[3])) + ((lanes[4] + lanes[5]) + (lanes[6] + lanes[7]));
+  for (int j = 0; j < count; ++j) scores[j] = sums[j] * scale;
+}
+
+// out += sum over the group's values (in position order) of weight j x
+// value j: each output float sees the same fused multiply-adds in the same
+// order as one value at a time would give it.
+void group_values(const float* const* values, const float* weights, int count, int D, float* out) {
+  const int full = D / 8 * 8;
+  for (int d = 0; d < full; d += 8) {
+    Half o = load_half(out + d);
+    for (int j = 0; j < count; ++j) {
+      const float w = weights[j];
+      o = multiply_add(o, Half{w, w, w, w, w, w, w, w}, load_half(values[j] + d));
+    }
+    std::memcpy(out + d, &o, sizeof(o));
+  }
+  for (int d = full; d < D; ++d)
+    for (int j = 0; j < count; ++j) out[d] = std::fma(weights[j], values[j][d], out[d]);
+}
+
+// A thread's scratch: the scores, the rows' addresses (each at least the
+// longest context plus a group) and a row of zeros (head_dim plus 8).
+struct Scratch {
+  std::vector<float> scores, zeros;
+  std::vector<const float*> rows;
+};
+
+// One query row of one head against positions [0, last] of a paged cache.
+// q_head, out_head: (D).
+void attend_one(const float* q_head, const SequenceSlice& slice, int kv_head, int last,
+                const PagedKvView& cache, float scale, Scratch& scratch, float* out_head) {
+  const int D = cache.head_dim;
+  float* scores = scratch.scores.data();
+  const float** rows = scratch.rows.data();
+  gather_rows(cache.k, slice, kv_head, last, cache, rows);
+  for (int i = 0; i <= last; i += kGroup)
+    group_scores(q_head, rows + i, std::min(kGroup, last + 1 - i), D, scale, scratch.zeros.data(), scores + i);
+  float max_score = -INFINITY;
+  for (int i = 0; i <= last; ++i) max_score = std::max(max_score, scores[i]);
   double denominator = 0.0;
   for (int i = 0; i <= last; ++i) {
     scores[i] = std::exp(scores[i] - max_score);
     denominator += scores[i];
   }
   const float inv = static_cast<float>(1.0 / denominator);
+  for (int i = 0; i <= last; ++i) scores[i] *= inv;
   std::fill(out_head, out_head + D, 0.0f);
-  for (int i = 0; i <= last; ++i) {
-    const float weight = scores[i] * inv;
-    const float* value = cache.v + slot_of(i) * slot_stride + static_cast<size_t>(kv_head) * D;
-    for (int d = 0; d < D; ++d) out_head[d] += weight * value[d];
-  }
+  gather_rows(cache.v, slice, kv_head, last, cache, rows);
+  for (int i = 0; i <= last; i += kGroup)
+    group_values(rows + i, scores + i, std::min(kGroup, last + 1 - i), D, out_head);
 }
 
 }  // namespace
@@ -69,15 +143,17 @@ void attention(const float* q, std::span<const SequenceSlice> slices, int H,
   // Threads pay off only when there is real work: thousands of dot products.
   const bool parallel = work * max_context * D >= (1 << 16);
 
-  // Each chunk of (token, head) items gets its own scores buffer.
+  // Each chunk of (token, head) items gets its own scratch.
   parallel_ranges(work, parallel, [&](int64_t begin, int64_t end) {
-    std::vector<float> scores(static_cast<size_t>(max_context));
+    Scratch scratch{std::vector<float>(static_cast<size_t>(max_context) + kGroup),
+                    std::vector<float>(static_cast<size_t>(D) + 8, 0.0f),
+                    std::vector<const float*>(static_cast<size_t>(max_context) + kGroup)};
     for (int64_t w = begin; w < end; ++w) {
       const Item& item = items[static_cast<size_t>(w / H)];
       const int h = static_cast<int>(w % H);
       const size_t offset = (static_cast<size_t>(item.token) * H + h) * D;
       attend_one(q + offset, slices[static_cast<size_t>(item.slice)], h / group, item.last, cache,
-                 scale, scores.data(), out + offset);
+                 scale, scratch, out + offset);
     }
   });
 }
