@@ -137,9 +137,11 @@ void ServerApp::watch_for_stuck_waits() {
   // unless MPI holds the waiting thread: Open MPI, noticing a lost peer
   // while mpirun is already ending the job, can keep the thread that
   // noticed until mpirun kills the process, and the requests in flight
-  // would end with a closed connection instead of a 503. This second of
-  // grace lets every wait that can end do so first.
-  constexpr double kGraceSeconds = 1.0;
+  // would end with a closed connection instead of a 503. The grace lets
+  // every wait that can end do so first (a wait that times out ends within
+  // a millisecond of its deadline); mpirun's SIGKILL comes
+  // odls_base_sigkill_timeout after its SIGTERM (docs/cluster.md).
+  constexpr double kGraceSeconds = 0.5;
   parts_->watchdog = std::make_unique<Watchdog>(
       100ms, [this] { return host_->overdue_wait(kGraceSeconds); },
       [this](const std::string& why) { end_with_stuck_wait(why); });

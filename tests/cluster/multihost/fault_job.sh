@@ -17,7 +17,7 @@
 # (TCP would retry for many minutes); the sigkill timeout gives the
 # coordinator, which mpirun's kill sequence signals first, time to answer
 # the requests in flight with 503 before it is killed (at the step timeout,
-# or 1 s after it when MPI holds the waiting thread: the watchdog).
+# or 0.5 s after it when MPI holds the waiting thread: the watchdog).
 source "$(dirname "${BASH_SOURCE[0]}")/../../support/testbed_job.sh"
 
 STEP_TIMEOUT=3
