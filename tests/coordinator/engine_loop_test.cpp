@@ -163,6 +163,9 @@ TEST_F(EngineLoopFailures, AStepThatNeverReturnsLeavesAbandonAllToAnswerEveryReq
   const auto done = run({job({1, 40, 50}, greedy)});
   ASSERT_EQ(done.size(), 1u);
   backend.held = true;
+  // Released however the test ends, so that the loop can stop.
+  const std::unique_ptr<std::atomic<bool>, void (*)(std::atomic<bool>*)> release(
+      &backend.held, [](std::atomic<bool>* held) { held->store(false); });
   std::vector<CompletionJob> jobs = {job({1, 40, 50, 60}, greedy), job({1, 9}, seeded)};
   std::vector<std::shared_ptr<CompletionStream>> streams;
   for (CompletionJob& j : jobs) {
