@@ -9,6 +9,7 @@
 #include "kernels/cpu/matmul_lanes.h"
 #include "kernels/cpu/ops.h"
 #include "kernels/cpu/thread_pool.h"
+#include "kernels/cpu/vector_exp.h"
 
 namespace tandem::cpu {
 namespace {
@@ -17,11 +18,11 @@ using matmul_lanes::Half;
 using matmul_lanes::load_half;
 using matmul_lanes::multiply_add;
 using matmul_lanes::transpose8;
+using Doubles4 = double __attribute__((vector_size(4 * sizeof(double))));
 
-// Keys and values go in groups of this many positions: one group's dot
-// products are summed lane-wise together (one transpose and 7 adds for 8
-// keys, not a horizontal sum per key), and one group's values update each
-// 8 floats of the output once.
+// Keys go in groups of this many positions: one group's dot products are
+// summed lane-wise together (one transpose and 7 adds for 8 keys, not a
+// horizontal sum per key).
 constexpr int kGroup = 8;
 
 // d values [8 c, 8 c + 8) of a row of D, zero past D.
@@ -67,21 +68,70 @@ void group_scores(const float* q, const float* const* keys, int count, int D, fl
   for (int j = 0; j < count; ++j) scores[j] = sums[j] * scale;
 }
 
-// out += sum over the group's values (in position order) of weight j x
-// value j: each output float sees the same fused multiply-adds in the same
-// order as one value at a time would give it.
-void group_values(const float* const* values, const float* weights, int count, int D, float* out) {
-  const int full = D / 8 * 8;
-  for (int d = 0; d < full; d += 8) {
-    Half o = load_half(out + d);
-    for (int j = 0; j < count; ++j) {
-      const float w = weights[j];
-      o = multiply_add(o, Half{w, w, w, w, w, w, w, w}, load_half(values[j] + d));
-    }
-    std::memcpy(out + d, &o, sizeof(o));
+// out = the sum over positions [0, n) of weight i x value i, each output
+// float a chain of fused multiply-adds from 0 in position order (the same
+// operations however the positions are grouped). Four chunks of 8 floats
+// run their chains side by side, in registers over all n positions; the
+// last chunks of a head (a partial one padded with zeros past D) one at a
+// time.
+constexpr int kChains = 4;
+
+void four_chunks(const float* const* values, const float* weights, int n, int first, float* out) {
+  Half o0 = {}, o1 = {}, o2 = {}, o3 = {};
+  for (int i = 0; i < n; ++i) {
+    const float w = weights[i];
+    const Half wv = {w, w, w, w, w, w, w, w};
+    const float* row = values[i] + 8 * first;
+    o0 = multiply_add(o0, wv, load_half(row));
+    o1 = multiply_add(o1, wv, load_half(row + 8));
+    o2 = multiply_add(o2, wv, load_half(row + 16));
+    o3 = multiply_add(o3, wv, load_half(row + 24));
   }
-  for (int d = full; d < D; ++d)
-    for (int j = 0; j < count; ++j) out[d] = std::fma(weights[j], values[j][d], out[d]);
+  float* dst = out + 8 * first;
+  std::memcpy(dst, &o0, sizeof(Half));
+  std::memcpy(dst + 8, &o1, sizeof(Half));
+  std::memcpy(dst + 16, &o2, sizeof(Half));
+  std::memcpy(dst + 24, &o3, sizeof(Half));
+}
+
+void one_chunk(const float* const* values, const float* weights, int n, int c, int D, float* out) {
+  Half o = {};
+  for (int i = 0; i < n; ++i) {
+    const float w = weights[i];
+    o = multiply_add(o, Half{w, w, w, w, w, w, w, w}, chunk(values[i], c, D));
+  }
+  std::memcpy(out + 8 * c, &o, static_cast<size_t>(std::min(8, D - 8 * c)) * sizeof(float));
+}
+
+void weighted_values(const float* const* values, const float* weights, int n, int D, float* out) {
+  int c = 0;
+  for (; 8 * (c + kChains) <= D; c += kChains) four_chunks(values, weights, n, c, out);
+  for (; 8 * c < D; ++c) one_chunk(values, weights, n, c, D, out);
+}
+
+// The softmax of n scores in place, 8 at a time (exp8): the maximum, the
+// exponentials and their sum, in double, lane by lane in position order
+// and then over the lanes by a fixed tree. The padding of a last partial
+// group is -inf, whose exponential, 0, leaves the sum unchanged.
+void softmax(float* scores, int n) {
+  Floats8 max8 = splat8(-INFINITY);
+  for (int i = 0; i < n; i += 8) {
+    const Floats8 s = load8_partial(scores + i, std::min(8, n - i), -INFINITY);
+    max8 = s > max8 ? s : max8;  // a NaN score is passed over here, and poisons the sum below
+  }
+  float max_score = -INFINITY;
+  for (int l = 0; l < 8; ++l) max_score = std::max(max_score, max8[l]);
+  Doubles4 low = {}, high = {};
+  for (int i = 0; i < n; i += 8) {
+    const int count = std::min(8, n - i);
+    const Floats8 e = exp8(load8_partial(scores + i, count, -INFINITY) - splat8(max_score));
+    low += __builtin_convertvector(__builtin_shufflevector(e, e, 0, 1, 2, 3), Doubles4);
+    high += __builtin_convertvector(__builtin_shufflevector(e, e, 4, 5, 6, 7), Doubles4);
+    store8_partial(scores + i, e, count);
+  }
+  const Doubles4 sum = low + high;
+  const float inv = static_cast<float>(1.0 / ((sum[0] + sum[2]) + (sum[1] + sum[3])));
+  for (int i = 0; i < n; ++i) scores[i] *= inv;
 }
 
 // A thread's scratch: the scores, the rows' addresses (each at least the
@@ -101,19 +151,9 @@ void attend_one(const float* q_head, const SequenceSlice& slice, int kv_head, in
   gather_rows(cache.k, slice, kv_head, last, cache, rows);
   for (int i = 0; i <= last; i += kGroup)
     group_scores(q_head, rows + i, std::min(kGroup, last + 1 - i), D, scale, scratch.zeros.data(), scores + i);
-  float max_score = -INFINITY;
-  for (int i = 0; i <= last; ++i) max_score = std::max(max_score, scores[i]);
-  double denominator = 0.0;
-  for (int i = 0; i <= last; ++i) {
-    scores[i] = std::exp(scores[i] - max_score);
-    denominator += scores[i];
-  }
-  const float inv = static_cast<float>(1.0 / denominator);
-  for (int i = 0; i <= last; ++i) scores[i] *= inv;
-  std::fill(out_head, out_head + D, 0.0f);
+  softmax(scores, last + 1);
   gather_rows(cache.v, slice, kv_head, last, cache, rows);
-  for (int i = 0; i <= last; i += kGroup)
-    group_values(rows + i, scores + i, std::min(kGroup, last + 1 - i), D, out_head);
+  weighted_values(rows, scores, last + 1, D, out_head);
 }
 
 }  // namespace
