@@ -111,9 +111,9 @@ bool EngineLoop::submit_all(std::vector<CompletionJob>& jobs) {
     // Waiting = submitted, not yet running: the inbox plus the engine's queue.
     if (stopping_ || in_flight_.load() + jobs.size() > options_.max_queued + engine_running_.load())
       return false;
-    std::erase_if(streams_, [](const std::weak_ptr<CompletionStream>& s) { return s.expired(); });
+    std::erase_if(streams_, [](const Submitted& s) { return s.stream.expired(); });
     for (CompletionJob& job : jobs) {
-      streams_.push_back(job.stream);
+      streams_.push_back({job.stream, static_cast<int>(job.request.prompt.size())});
       inbox_.push_back(std::move(job));
     }
     in_flight_.fetch_add(jobs.size());
@@ -132,11 +132,12 @@ void EngineLoop::cancel_all(api::ApiError error) {
 
 void EngineLoop::abandon_all(const api::ApiError& error) {
   std::lock_guard lock(mutex_);
-  for (const std::weak_ptr<CompletionStream>& weak : streams_) {
-    if (const std::shared_ptr<CompletionStream> stream = weak.lock()) {
+  for (const Submitted& submitted : streams_) {
+    if (const std::shared_ptr<CompletionStream> stream = submitted.stream.lock()) {
       CompletionEnd end;
       end.finish_reason = "error";
       end.error = error;
+      end.usage.prompt_tokens = submitted.prompt_tokens;  // what the request log reports
       stream->finish(std::move(end));  // a stream that already ended keeps its end
     }
   }

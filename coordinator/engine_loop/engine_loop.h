@@ -136,7 +136,13 @@ class EngineLoop {
   std::mutex mutex_;  // guards inbox_, stopping_, cancel_all_, streams_
   std::condition_variable wake_;
   std::deque<CompletionJob> inbox_;
-  std::vector<std::weak_ptr<CompletionStream>> streams_;  // of the jobs submitted, for abandon_all
+  // The jobs submitted, for abandon_all: each stream and its prompt's size
+  // (the usage its end reports).
+  struct Submitted {
+    std::weak_ptr<CompletionStream> stream;
+    int prompt_tokens;
+  };
+  std::vector<Submitted> streams_;
   bool stopping_ = false;
   std::optional<api::ApiError> cancel_all_;
   std::atomic<size_t> in_flight_{0};

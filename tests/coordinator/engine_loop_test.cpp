@@ -178,13 +178,15 @@ TEST_F(EngineLoopFailures, AStepThatNeverReturnsLeavesAbandonAllToAnswerEveryReq
   ASSERT_TRUE(backend.holding.load()) << "the step never reached the held matmul";
 
   loop.abandon_all(api::unavailable("rank 3 (target shard 1 of 2) is lost"));
-  for (const auto& stream : streams) {
-    const CompletionStream::Drained drained = stream->drain();
+  const int prompt_sizes[] = {4, 2};  // what each end's usage (and so the request log) reports
+  for (size_t i = 0; i < streams.size(); ++i) {
+    const CompletionStream::Drained drained = streams[i]->drain();
     ASSERT_TRUE(drained.end.has_value()) << "abandon_all did not end a request in flight";
     EXPECT_EQ(drained.end->finish_reason, "error");
     ASSERT_TRUE(drained.end->error.has_value());
     EXPECT_EQ(drained.end->error->status, 503);
     EXPECT_EQ(drained.end->error->message, "rank 3 (target shard 1 of 2) is lost");
+    EXPECT_EQ(drained.end->usage.prompt_tokens, prompt_sizes[i]);
   }
   EXPECT_EQ(loop.in_flight(), 2u);  // the engine's own count is left as it is
 
