@@ -142,8 +142,13 @@ void batch_tile(const float* x, const typename W::Element* w, int Kin, int N, Sp
     for (int t = 0; t < TT; ++t)
 #pragma GCC unroll 4
       for (int n = 0; n < NN; ++n) a[t][n] = sums[t][n];
+    // The prefetch's position in a local for the walk: stepped through the
+    // reference, its count went to memory and back on every step, a
+    // store-to-load chain that held each step to its latency (batches of
+    // 2-5 rows ran 1.1-1.5x slower).
+    SpreadPrefetch ahead = prefetch;
     for (int k = first; k < last; k += kLanes) {
-      if (!padded) prefetch.step();
+      if (!padded) ahead.step();
       Half xv[TT], wv[NN];
 #pragma GCC unroll 4
       for (int t = 0; t < TT; ++t) xv[t] = in_register(load_half(xs + t * x_stride + k));
@@ -158,6 +163,7 @@ void batch_tile(const float* x, const typename W::Element* w, int Kin, int N, Sp
     for (int t = 0; t < TT; ++t)
 #pragma GCC unroll 4
       for (int n = 0; n < NN; ++n) sums[t][n] = a[t][n];
+    prefetch = ahead;
   };
 
   const size_t stride = static_cast<size_t>(Kin);
