@@ -5,24 +5,16 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
-#include <random>
 #include <thread>
 #include <vector>
 
 #include "kernels/cpu/ops.h"
+#include "tests/support/test_inputs.h"
 
 namespace tandem {
 namespace {
 
 constexpr int kHeads = 3, kD = 16;
-
-std::vector<float> random_rows(size_t n, uint32_t seed) {
-  std::mt19937 rng(seed);
-  std::normal_distribution<float> normal;
-  std::vector<float> v(n);
-  for (float& x : v) x = normal(rng);
-  return v;
-}
 
 std::vector<float> frequencies(double theta) {
   std::vector<float> f(kD / 2);
@@ -32,7 +24,7 @@ std::vector<float> frequencies(double theta) {
 
 // Largest difference between rope(x) and the rotation in float64.
 double worst_error(const std::vector<int32_t>& positions, const std::vector<float>& inv_freq, uint32_t seed) {
-  const std::vector<float> x = random_rows(positions.size() * kHeads * kD, seed);
+  const std::vector<float> x = test_support::random_normal(positions.size() * kHeads * kD, seed);
   std::vector<float> y = x;
   cpu::rope(y.data(), positions, kHeads, kD, inv_freq.data());
   double worst = 0;
