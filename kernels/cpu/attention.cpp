@@ -1,6 +1,8 @@
 // Attention of each (token, head) over its sequence's paged KV cache. Each
-// pair is computed alone, by the same operations whatever else is in the
-// batch (prefill, decode, verification), so results are batch-invariant.
+// pair is computed by the same operations whatever else is in the batch
+// (prefill, decode, verification), so results are batch-invariant. The
+// query heads that share a KV head (GQA) go together, so that its keys and
+// values are read once for all of them.
 #include <algorithm>
 #include <cmath>
 #include <cstring>
@@ -53,7 +55,10 @@ void gather_rows(const float* rows, const SequenceSlice& slice, int kv_head, int
 // order), then, for all 8 keys at once, the same fixed tree over the lanes.
 // A missing key is a row of zeros, its score dropped: every key's score is
 // the same operations wherever its group starts.
-void group_scores(const float* q, const float* const* keys, int count, int D, float scale, const float* zeros,
+// Inlined into both callers: left to GCC, it went out of line once it had
+// two, and the call per 8 keys made attention up to 1.3x slower.
+[[gnu::always_inline]] inline void group_scores(const float* q, const float* const* keys, int count, int D,
+                                                float scale, const float* zeros,
                   float* scores) {
   Half acc[kGroup] = {};
   const float* rows[kGroup];
@@ -109,6 +114,44 @@ void weighted_values(const float* const* values, const float* weights, int n, in
   for (; 8 * c < D; ++c) one_chunk(values, weights, n, c, D, out);
 }
 
+// four_chunks for two heads that share the values (GQA): each value chunk
+// is loaded once for both heads' chains, 8 of them side by side. Each
+// head's chains are the operations four_chunks gives it alone.
+void four_chunks_pair(const float* const* values, const float* weights_a, const float* weights_b, int n, int first,
+                      float* out_a, float* out_b) {
+  Half a0 = {}, a1 = {}, a2 = {}, a3 = {}, b0 = {}, b1 = {}, b2 = {}, b3 = {};
+  for (int i = 0; i < n; ++i) {
+    const float wa = weights_a[i], wb = weights_b[i];
+    const Half va = {wa, wa, wa, wa, wa, wa, wa, wa}, vb = {wb, wb, wb, wb, wb, wb, wb, wb};
+    const float* row = values[i] + 8 * first;
+    Half v = load_half(row);
+    a0 = multiply_add(a0, va, v);
+    b0 = multiply_add(b0, vb, v);
+    v = load_half(row + 8);
+    a1 = multiply_add(a1, va, v);
+    b1 = multiply_add(b1, vb, v);
+    v = load_half(row + 16);
+    a2 = multiply_add(a2, va, v);
+    b2 = multiply_add(b2, vb, v);
+    v = load_half(row + 24);
+    a3 = multiply_add(a3, va, v);
+    b3 = multiply_add(b3, vb, v);
+  }
+  const Half sums_a[kChains] = {a0, a1, a2, a3}, sums_b[kChains] = {b0, b1, b2, b3};
+  std::memcpy(out_a + 8 * first, sums_a, sizeof(sums_a));
+  std::memcpy(out_b + 8 * first, sums_b, sizeof(sums_b));
+}
+
+void weighted_values_pair(const float* const* values, const float* weights_a, const float* weights_b, int n, int D,
+                          float* out_a, float* out_b) {
+  int c = 0;
+  for (; 8 * (c + kChains) <= D; c += kChains) four_chunks_pair(values, weights_a, weights_b, n, c, out_a, out_b);
+  for (; 8 * c < D; ++c) {
+    one_chunk(values, weights_a, n, c, D, out_a);
+    one_chunk(values, weights_b, n, c, D, out_b);
+  }
+}
+
 // The softmax of n scores in place, 8 at a time (exp8): the maximum, the
 // exponentials and their sum, in double, lane by lane in position order
 // and then over the lanes by a fixed tree. The padding of a last partial
@@ -134,26 +177,39 @@ void softmax(float* scores, int n) {
   for (int i = 0; i < n; ++i) scores[i] *= inv;
 }
 
-// A thread's scratch: the scores, the rows' addresses (each at least the
-// longest context plus a group) and a row of zeros (head_dim plus 8).
+// A thread's scratch: each head's scores (`stride` floats apart: the
+// longest context plus a group), the rows' addresses (as many) and a row
+// of zeros (head_dim plus 8).
 struct Scratch {
+  size_t stride;
   std::vector<float> scores, zeros;
   std::vector<const float*> rows;
 };
 
-// One query row of one head against positions [0, last] of a paged cache.
-// q_head, out_head: (D).
-void attend_one(const float* q_head, const SequenceSlice& slice, int kv_head, int last,
-                const PagedKvView& cache, float scale, Scratch& scratch, float* out_head) {
+// One token's query heads that share a KV head (GQA: `heads` of them,
+// contiguous in q and out, D apart) against positions [0, last] of a paged
+// cache. Every head meets a group of keys while it is in L1, and two heads
+// at a time sum the values, so a long context's keys and values are read
+// from memory once for the heads, not once per head. Each head's result
+// is the same operations as that head computed alone.
+void attend_heads(const float* q_heads, int heads, const SequenceSlice& slice, int kv_head, int last,
+                  const PagedKvView& cache, float scale, Scratch& scratch, float* out_heads) {
   const int D = cache.head_dim;
-  float* scores = scratch.scores.data();
+  const int n = last + 1;
+  auto scores = [&](int g) { return scratch.scores.data() + static_cast<size_t>(g) * scratch.stride; };
   const float** rows = scratch.rows.data();
   gather_rows(cache.k, slice, kv_head, last, cache, rows);
-  for (int i = 0; i <= last; i += kGroup)
-    group_scores(q_head, rows + i, std::min(kGroup, last + 1 - i), D, scale, scratch.zeros.data(), scores + i);
-  softmax(scores, last + 1);
+  for (int i = 0; i < n; i += kGroup)
+    for (int g = 0; g < heads; ++g)
+      group_scores(q_heads + static_cast<size_t>(g) * D, rows + i, std::min(kGroup, n - i), D, scale,
+                   scratch.zeros.data(), scores(g) + i);
+  for (int g = 0; g < heads; ++g) softmax(scores(g), n);
   gather_rows(cache.v, slice, kv_head, last, cache, rows);
-  weighted_values(rows, scores, last + 1, D, out_head);
+  int g = 0;
+  for (; g + 2 <= heads; g += 2)
+    weighted_values_pair(rows, scores(g), scores(g + 1), n, D, out_heads + static_cast<size_t>(g) * D,
+                         out_heads + static_cast<size_t>(g + 1) * D);
+  if (g < heads) weighted_values(rows, scores(g), n, D, out_heads + static_cast<size_t>(g) * D);
 }
 
 }  // namespace
@@ -163,7 +219,7 @@ void attention(const float* q, std::span<const SequenceSlice> slices, int H,
   const int D = cache.head_dim;
   const int group = H / cache.kv_heads;  // query heads sharing one KV head (GQA)
 
-  // Flatten (token, head) pairs so that the threads share the work evenly
+  // Flatten (token, KV head) pairs so that the threads share the work evenly
   // whatever the mix of long prefills and single-token decodes.
   struct Item {
     int slice;
@@ -179,21 +235,22 @@ void attention(const float* q, std::span<const SequenceSlice> slices, int H,
       items.push_back({static_cast<int>(s), slice.token_offset + j, first_position + j});
     max_context = std::max(max_context, slice.context_length);
   }
-  const long work = static_cast<long>(items.size()) * H;
+  const int K = cache.kv_heads;
+  const long work = static_cast<long>(items.size()) * K;  // (token, KV head) pairs, each with its query heads
   // Threads pay off only when there is real work: thousands of dot products.
-  const bool parallel = work * max_context * D >= (1 << 16);
+  const bool parallel = work * group * max_context * D >= (1 << 16);
 
-  // Each chunk of (token, head) items gets its own scratch.
+  // Each chunk of items gets its own scratch.
   parallel_ranges(work, parallel, [&](int64_t begin, int64_t end) {
-    Scratch scratch{std::vector<float>(static_cast<size_t>(max_context) + kGroup),
-                    std::vector<float>(static_cast<size_t>(D) + 8, 0.0f),
-                    std::vector<const float*>(static_cast<size_t>(max_context) + kGroup)};
+    const size_t stride = static_cast<size_t>(max_context) + kGroup;
+    Scratch scratch{stride, std::vector<float>(stride * static_cast<size_t>(group)),
+                    std::vector<float>(static_cast<size_t>(D) + 8, 0.0f), std::vector<const float*>(stride)};
     for (int64_t w = begin; w < end; ++w) {
-      const Item& item = items[static_cast<size_t>(w / H)];
-      const int h = static_cast<int>(w % H);
-      const size_t offset = (static_cast<size_t>(item.token) * H + h) * D;
-      attend_one(q + offset, slices[static_cast<size_t>(item.slice)], h / group, item.last, cache,
-                 scale, scratch, out + offset);
+      const Item& item = items[static_cast<size_t>(w / K)];
+      const int kv_head = static_cast<int>(w % K);
+      const size_t offset = (static_cast<size_t>(item.token) * H + static_cast<size_t>(kv_head) * group) * D;
+      attend_heads(q + offset, group, slices[static_cast<size_t>(item.slice)], kv_head, item.last, cache, scale,
+                   scratch, out + offset);
     }
   });
 }

@@ -8,6 +8,7 @@
 #include <cmath>
 #include <cstring>
 #include <random>
+#include <tuple>
 #include <vector>
 
 #include "kernels/cpu/ops.h"
@@ -15,7 +16,7 @@
 namespace tandem {
 namespace {
 
-constexpr int kHeads = 4, kKvHeads = 2, kBlockSize = 5;  // blocks of 5: key groups of 8 cross them
+constexpr int kHeads = 6, kBlockSize = 5;  // blocks of 5: key groups of 8 cross them
 
 struct Sequence {
   int new_tokens, context;
@@ -25,13 +26,14 @@ struct Sequence {
 // in reverse order, and random queries for every sequence's new tokens.
 struct Batch {
   int D;
+  int kv_heads;  // 6: one query head each; 2: three share one (a pair and one alone); 1: six share it
   std::vector<Sequence> sequences;
   std::vector<std::vector<int32_t>> tables;
   std::vector<float> k, v, q;
   std::vector<SequenceSlice> slices;
   PagedKvView cache;
 
-  Batch(int head_dim, std::vector<Sequence> seqs) : D(head_dim), sequences(std::move(seqs)) {
+  Batch(int head_dim, int kv, std::vector<Sequence> seqs) : D(head_dim), kv_heads(kv), sequences(std::move(seqs)) {
     int blocks = 0, tokens = 0;
     for (const Sequence& s : sequences) blocks += (s.context + kBlockSize - 1) / kBlockSize;
     int next = blocks;
@@ -42,7 +44,7 @@ struct Batch {
     }
     std::mt19937 rng(static_cast<uint32_t>(head_dim));
     std::normal_distribution<float> normal;
-    k.resize(static_cast<size_t>(blocks) * kBlockSize * kKvHeads * D);
+    k.resize(static_cast<size_t>(blocks) * kBlockSize * kv_heads * D);
     v.resize(k.size());
     for (float& x : k) x = normal(rng);
     for (float& x : v) x = normal(rng);
@@ -52,7 +54,7 @@ struct Batch {
     }
     q.resize(static_cast<size_t>(tokens) * kHeads * D);
     for (float& x : q) x = normal(rng);
-    cache = {k.data(), v.data(), blocks, kBlockSize, kKvHeads, D};
+    cache = {k.data(), v.data(), blocks, kBlockSize, kv_heads, D};
   }
 
   float scale() const { return 1.0f / std::sqrt(static_cast<float>(D)); }
@@ -67,13 +69,13 @@ struct Batch {
   const float* row(const std::vector<float>& kv, int seq, int position, int kv_head) const {
     const int32_t block = tables[static_cast<size_t>(seq)][static_cast<size_t>(position / kBlockSize)];
     const size_t slot = static_cast<size_t>(block) * kBlockSize + position % kBlockSize;
-    return kv.data() + (slot * kKvHeads + kv_head) * D;
+    return kv.data() + (slot * kv_heads + kv_head) * D;
   }
 };
 
 // softmax(q . k / sqrt(D)) . v over positions [0, last], in float64.
 std::vector<double> reference(const Batch& b, int seq, const float* q, int head, int last) {
-  const int kv_head = head / (kHeads / kKvHeads);
+  const int kv_head = head / (kHeads / b.kv_heads);
   std::vector<double> scores(static_cast<size_t>(last) + 1);
   double max_score = -INFINITY;
   for (int i = 0; i <= last; ++i) {
@@ -107,10 +109,10 @@ void for_each_token(const Batch& b, Visit&& visit) {
   }
 }
 
-class AttentionHeadDims : public ::testing::TestWithParam<int> {};
+class AttentionHeadDims : public ::testing::TestWithParam<std::tuple<int, int>> {};
 
 TEST_P(AttentionHeadDims, MatchesFloat64) {
-  const Batch b(GetParam(), mixed_batch());
+  const Batch b(std::get<0>(GetParam()), std::get<1>(GetParam()), mixed_batch());
   const std::vector<float> out = b.attend_together();
   double worst = 0;
   for_each_token(b, [&](int seq, int row, int last) {
@@ -123,11 +125,11 @@ TEST_P(AttentionHeadDims, MatchesFloat64) {
   });
   // Outputs are averages of N(0, 1) values; float32 sums of up to 30 terms
   // stay within a few 1e-7 of float64.
-  EXPECT_LT(worst, 1e-5) << "head_dim " << b.D;
+  EXPECT_LT(worst, 1e-5) << "head_dim " << b.D << ", " << b.kv_heads << " KV heads";
 }
 
 TEST_P(AttentionHeadDims, EachPairIsTheSameBitsAlone) {
-  const Batch b(GetParam(), mixed_batch());
+  const Batch b(std::get<0>(GetParam()), std::get<1>(GetParam()), mixed_batch());
   const std::vector<float> together = b.attend_together();
   int mismatches = 0;
   for_each_token(b, [&](int seq, int row, int last) {
@@ -142,8 +144,10 @@ TEST_P(AttentionHeadDims, EachPairIsTheSameBitsAlone) {
   EXPECT_EQ(mismatches, 0);
 }
 
-// 32 and 64: whole groups of 8 d; 20: a partial last group.
-INSTANTIATE_TEST_SUITE_P(HeadDims, AttentionHeadDims, ::testing::Values(32, 64, 20));
+// Head dims 32 and 64: whole groups of 8 d; 20: a partial last group.
+// KV heads 6, 2 and 1: query heads alone, three to a KV head, six to one.
+INSTANTIATE_TEST_SUITE_P(HeadDims, AttentionHeadDims,
+                         ::testing::Combine(::testing::Values(32, 64, 20), ::testing::Values(6, 2, 1)));
 
 }  // namespace
 }  // namespace tandem
