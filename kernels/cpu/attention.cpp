@@ -27,12 +27,12 @@ using Doubles4 = double __attribute__((vector_size(4 * sizeof(double))));
 // horizontal sum per key).
 constexpr int kGroup = 8;
 
-// d values [8 c, 8 c + 8) of a row of D, zero past D.
+// d values [8 c, 8 c + 8) of a row of D, zero past D. The whole-chunk test
+// is spelled on c, not as min(8, D - 8 c) == 8: GCC hoists this one out of
+// the loops over keys, and that one not (attention ran 1.7x slower).
 inline Half chunk(const float* row, int c, int D) {
   if (8 * c + 8 <= D) return load_half(row + 8 * c);
-  Half v = {};
-  std::memcpy(&v, row + 8 * c, static_cast<size_t>(D - 8 * c) * sizeof(float));
-  return v;
+  return load8_partial(row + 8 * c, D - 8 * c, 0.0f);
 }
 
 // The rows of positions [0, last] of one KV head (keys or values), through
@@ -75,81 +75,53 @@ void gather_rows(const float* rows, const SequenceSlice& slice, int kv_head, int
 
 // out = the sum over positions [0, n) of weight i x value i, each output
 // float a chain of fused multiply-adds from 0 in position order (the same
-// operations however the positions are grouped). Four chunks of 8 floats
-// run their chains side by side, in registers over all n positions; the
-// last chunks of a head (a partial one padded with zeros past D) one at a
-// time.
+// operations however the positions are grouped), for `Heads` heads that
+// share the values (GQA): each value chunk is loaded once for all their
+// chains. Four chunks of 8 floats run their chains side by side, in
+// registers over all n positions; the last chunks of a head (a partial one
+// padded with zeros past D) one at a time. A head's chains are the same
+// operations whichever heads go with it.
 constexpr int kChains = 4;
 
-void four_chunks(const float* const* values, const float* weights, int n, int first, float* out) {
-  Half o0 = {}, o1 = {}, o2 = {}, o3 = {};
+template <int Heads>
+[[gnu::always_inline]] inline void four_chunks(const float* const* values, const float* const (&weights)[Heads],
+                                               int n, int first, float* const (&out)[Heads]) {
+  Half sums[Heads][kChains];
+  for (int h = 0; h < Heads; ++h)
+    for (int c = 0; c < kChains; ++c) sums[h][c] = Half{};
   for (int i = 0; i < n; ++i) {
-    const float w = weights[i];
-    const Half wv = {w, w, w, w, w, w, w, w};
+    Half w[Heads];
+    for (int h = 0; h < Heads; ++h) w[h] = splat(weights[h][i]);
     const float* row = values[i] + 8 * first;
-    o0 = multiply_add(o0, wv, load_half(row));
-    o1 = multiply_add(o1, wv, load_half(row + 8));
-    o2 = multiply_add(o2, wv, load_half(row + 16));
-    o3 = multiply_add(o3, wv, load_half(row + 24));
+#pragma GCC unroll 4
+    for (int c = 0; c < kChains; ++c) {
+      const Half v = load_half(row + 8 * c);
+      for (int h = 0; h < Heads; ++h) sums[h][c] = multiply_add(sums[h][c], w[h], v);
+    }
   }
-  float* dst = out + 8 * first;
-  std::memcpy(dst, &o0, sizeof(Half));
-  std::memcpy(dst + 8, &o1, sizeof(Half));
-  std::memcpy(dst + 16, &o2, sizeof(Half));
-  std::memcpy(dst + 24, &o3, sizeof(Half));
+  // One store per chunk: a copy of the whole array went through the stack.
+  for (int h = 0; h < Heads; ++h)
+    for (int c = 0; c < kChains; ++c) std::memcpy(out[h] + 8 * (first + c), &sums[h][c], sizeof(Half));
 }
 
-void one_chunk(const float* const* values, const float* weights, int n, int c, int D, float* out) {
-  Half o = {};
+template <int Heads>
+[[gnu::always_inline]] inline void one_chunk(const float* const* values, const float* const (&weights)[Heads], int n,
+                                             int c, int D, float* const (&out)[Heads]) {
+  Half sums[Heads] = {};
   for (int i = 0; i < n; ++i) {
-    const float w = weights[i];
-    o = multiply_add(o, Half{w, w, w, w, w, w, w, w}, chunk(values[i], c, D));
+    const Half v = chunk(values[i], c, D);
+    for (int h = 0; h < Heads; ++h) sums[h] = multiply_add(sums[h], splat(weights[h][i]), v);
   }
-  std::memcpy(out + 8 * c, &o, static_cast<size_t>(std::min(8, D - 8 * c)) * sizeof(float));
+  for (int h = 0; h < Heads; ++h)
+    std::memcpy(out[h] + 8 * c, &sums[h], static_cast<size_t>(std::min(8, D - 8 * c)) * sizeof(float));
 }
 
-void weighted_values(const float* const* values, const float* weights, int n, int D, float* out) {
+template <int Heads>
+void weighted_values(const float* const* values, const float* const (&weights)[Heads], int n, int D,
+                     float* const (&out)[Heads]) {
   int c = 0;
-  for (; 8 * (c + kChains) <= D; c += kChains) four_chunks(values, weights, n, c, out);
-  for (; 8 * c < D; ++c) one_chunk(values, weights, n, c, D, out);
-}
-
-// four_chunks for two heads that share the values (GQA): each value chunk
-// is loaded once for both heads' chains, 8 of them side by side. Each
-// head's chains are the operations four_chunks gives it alone.
-void four_chunks_pair(const float* const* values, const float* weights_a, const float* weights_b, int n, int first,
-                      float* out_a, float* out_b) {
-  Half a0 = {}, a1 = {}, a2 = {}, a3 = {}, b0 = {}, b1 = {}, b2 = {}, b3 = {};
-  for (int i = 0; i < n; ++i) {
-    const float wa = weights_a[i], wb = weights_b[i];
-    const Half va = {wa, wa, wa, wa, wa, wa, wa, wa}, vb = {wb, wb, wb, wb, wb, wb, wb, wb};
-    const float* row = values[i] + 8 * first;
-    Half v = load_half(row);
-    a0 = multiply_add(a0, va, v);
-    b0 = multiply_add(b0, vb, v);
-    v = load_half(row + 8);
-    a1 = multiply_add(a1, va, v);
-    b1 = multiply_add(b1, vb, v);
-    v = load_half(row + 16);
-    a2 = multiply_add(a2, va, v);
-    b2 = multiply_add(b2, vb, v);
-    v = load_half(row + 24);
-    a3 = multiply_add(a3, va, v);
-    b3 = multiply_add(b3, vb, v);
-  }
-  const Half sums_a[kChains] = {a0, a1, a2, a3}, sums_b[kChains] = {b0, b1, b2, b3};
-  std::memcpy(out_a + 8 * first, sums_a, sizeof(sums_a));
-  std::memcpy(out_b + 8 * first, sums_b, sizeof(sums_b));
-}
-
-void weighted_values_pair(const float* const* values, const float* weights_a, const float* weights_b, int n, int D,
-                          float* out_a, float* out_b) {
-  int c = 0;
-  for (; 8 * (c + kChains) <= D; c += kChains) four_chunks_pair(values, weights_a, weights_b, n, c, out_a, out_b);
-  for (; 8 * c < D; ++c) {
-    one_chunk(values, weights_a, n, c, D, out_a);
-    one_chunk(values, weights_b, n, c, D, out_b);
-  }
+  for (; 8 * (c + kChains) <= D; c += kChains) four_chunks<Heads>(values, weights, n, c, out);
+  for (; 8 * c < D; ++c) one_chunk<Heads>(values, weights, n, c, D, out);
 }
 
 // The softmax of n scores in place, 8 at a time (exp8): the maximum, the
@@ -157,7 +129,7 @@ void weighted_values_pair(const float* const* values, const float* weights_a, co
 // and then over the lanes by a fixed tree. The padding of a last partial
 // group is -inf, whose exponential, 0, leaves the sum unchanged.
 void softmax(float* scores, int n) {
-  Floats8 max8 = splat8(-INFINITY);
+  Floats8 max8 = splat(-INFINITY);
   for (int i = 0; i < n; i += 8) {
     const Floats8 s = load8_partial(scores + i, std::min(8, n - i), -INFINITY);
     max8 = s > max8 ? s : max8;  // a NaN score is passed over here, and poisons the sum below
@@ -167,7 +139,7 @@ void softmax(float* scores, int n) {
   Doubles4 low = {}, high = {};
   for (int i = 0; i < n; i += 8) {
     const int count = std::min(8, n - i);
-    const Floats8 e = exp8(load8_partial(scores + i, count, -INFINITY) - splat8(max_score));
+    const Floats8 e = exp8(load8_partial(scores + i, count, -INFINITY) - splat(max_score));
     low += __builtin_convertvector(__builtin_shufflevector(e, e, 0, 1, 2, 3), Doubles4);
     high += __builtin_convertvector(__builtin_shufflevector(e, e, 4, 5, 6, 7), Doubles4);
     store8_partial(scores + i, e, count);
@@ -177,13 +149,14 @@ void softmax(float* scores, int n) {
   for (int i = 0; i < n; ++i) scores[i] *= inv;
 }
 
-// A thread's scratch: each head's scores (`stride` floats apart: the
-// longest context plus a group), the rows' addresses (as many) and a row
-// of zeros (head_dim plus 8).
+// A thread's scratch: the rows' addresses (the longest context plus a
+// group), each head's scores (as many floats apart) and a row of zeros
+// (head_dim plus 8).
 struct Scratch {
-  size_t stride;
   std::vector<float> scores, zeros;
   std::vector<const float*> rows;
+
+  size_t stride() const { return rows.size(); }
 };
 
 // One token's query heads that share a KV head (GQA: `heads` of them,
@@ -196,7 +169,7 @@ void attend_heads(const float* q_heads, int heads, const SequenceSlice& slice, i
                   const PagedKvView& cache, float scale, Scratch& scratch, float* out_heads) {
   const int D = cache.head_dim;
   const int n = last + 1;
-  auto scores = [&](int g) { return scratch.scores.data() + static_cast<size_t>(g) * scratch.stride; };
+  auto scores = [&](int g) { return scratch.scores.data() + static_cast<size_t>(g) * scratch.stride(); };
   const float** rows = scratch.rows.data();
   gather_rows(cache.k, slice, kv_head, last, cache, rows);
   for (int i = 0; i < n; i += kGroup)
@@ -205,11 +178,10 @@ void attend_heads(const float* q_heads, int heads, const SequenceSlice& slice, i
                    scratch.zeros.data(), scores(g) + i);
   for (int g = 0; g < heads; ++g) softmax(scores(g), n);
   gather_rows(cache.v, slice, kv_head, last, cache, rows);
+  auto out = [&](int g) { return out_heads + static_cast<size_t>(g) * D; };
   int g = 0;
-  for (; g + 2 <= heads; g += 2)
-    weighted_values_pair(rows, scores(g), scores(g + 1), n, D, out_heads + static_cast<size_t>(g) * D,
-                         out_heads + static_cast<size_t>(g + 1) * D);
-  if (g < heads) weighted_values(rows, scores(g), n, D, out_heads + static_cast<size_t>(g) * D);
+  for (; g + 2 <= heads; g += 2) weighted_values<2>(rows, {scores(g), scores(g + 1)}, n, D, {out(g), out(g + 1)});
+  if (g < heads) weighted_values<1>(rows, {scores(g)}, n, D, {out(g)});
 }
 
 }  // namespace
@@ -243,7 +215,7 @@ void attention(const float* q, std::span<const SequenceSlice> slices, int H,
   // Each chunk of items gets its own scratch.
   parallel_ranges(work, parallel, [&](int64_t begin, int64_t end) {
     const size_t stride = static_cast<size_t>(max_context) + kGroup;
-    Scratch scratch{stride, std::vector<float>(stride * static_cast<size_t>(group)),
+    Scratch scratch{std::vector<float>(stride * static_cast<size_t>(group)),
                     std::vector<float>(static_cast<size_t>(D) + 8, 0.0f), std::vector<const float*>(stride)};
     for (int64_t w = begin; w < end; ++w) {
       const Item& item = items[static_cast<size_t>(w / K)];

@@ -28,6 +28,8 @@ inline Half load_half(const float* p) {
   return v;
 }
 
+inline Half splat(float v) { return Half{v, v, v, v, v, v, v, v}; }
+
 // acc + a * b, rounded once where the machine has fused multiply-add (and
 // twice on every path alike where it has not). Spelled out rather than left
 // to -ffp-contract, which GCC applies to some expressions and not others.

@@ -45,8 +45,6 @@ constexpr size_t kPassBytes = size_t{4} << 20;
 // Below this many multiply-adds a parallel region costs more than it saves.
 constexpr long kParallelWork = 1 << 16;
 
-inline Half splat(float v) { return Half{v, v, v, v, v, v, v, v}; }
-
 // One lane's accumulators for a tile: [rows 0-7, rows 8-15][w row].
 struct LaneSums {
   Half v[2][kTileCols];

@@ -18,7 +18,7 @@ void swiglu(const float* gate_up, int T, int I, float* out) {
       const int count = std::min(8, I - i);
       const Floats8 g = load8_partial(gate + i, count, 0.0f);
       const Floats8 u = load8_partial(up + i, count, 0.0f);
-      store8_partial(dst + i, g / (splat8(1.0f) + exp8(-g)) * u, count);
+      store8_partial(dst + i, g / (splat(1.0f) + exp8(-g)) * u, count);
     }
   });
 }

@@ -24,32 +24,32 @@ namespace tandem::cpu {
 using Floats8 = matmul_lanes::Half;
 using Ints8 = std::int32_t __attribute__((vector_size(8 * sizeof(std::int32_t))));
 
-inline Floats8 splat8(float v) { return Floats8{v, v, v, v, v, v, v, v}; }
+using matmul_lanes::splat;
 
 inline Floats8 exp8(Floats8 x) {
   using matmul_lanes::multiply_add;
   // Past these bounds exp is 0 or infinity in float; clamped, n stays in
   // [-151, 129], where the two-step scaling below is exact until its last
   // multiply. NaN compares false both times and stays NaN.
-  Floats8 c = x < splat8(-104.0f) ? splat8(-104.0f) : x;
-  c = c > splat8(89.0f) ? splat8(89.0f) : c;
+  Floats8 c = x < splat(-104.0f) ? splat(-104.0f) : x;
+  c = c > splat(89.0f) ? splat(89.0f) : c;
 
   // n = round(c log2 e): adding 1.5 * 2^23 leaves the integer part in the
   // low mantissa bits, rounded to nearest.
   constexpr float kRound = 12582912.0f;
-  const Floats8 shifted = multiply_add(splat8(kRound), c, splat8(1.44269504088896341f));
-  const Floats8 n = shifted - splat8(kRound);
+  const Floats8 shifted = multiply_add(splat(kRound), c, splat(1.44269504088896341f));
+  const Floats8 n = shifted - splat(kRound);
   // r = c - n ln 2, with ln 2 = 0.693359375 (exact in 9 bits) - 2.12194440e-4.
-  Floats8 r = multiply_add(c, n, splat8(-0.693359375f));
-  r = multiply_add(r, n, splat8(2.12194440e-4f));
+  Floats8 r = multiply_add(c, n, splat(-0.693359375f));
+  r = multiply_add(r, n, splat(2.12194440e-4f));
 
-  Floats8 p = splat8(1.9875691500e-4f);
-  p = multiply_add(splat8(1.3981999507e-3f), p, r);
-  p = multiply_add(splat8(8.3334519073e-3f), p, r);
-  p = multiply_add(splat8(4.1665795894e-2f), p, r);
-  p = multiply_add(splat8(1.6666665459e-1f), p, r);
-  p = multiply_add(splat8(5.0000001201e-1f), p, r);
-  const Floats8 exp_r = multiply_add(r, p, r * r) + splat8(1.0f);
+  Floats8 p = splat(1.9875691500e-4f);
+  p = multiply_add(splat(1.3981999507e-3f), p, r);
+  p = multiply_add(splat(8.3334519073e-3f), p, r);
+  p = multiply_add(splat(4.1665795894e-2f), p, r);
+  p = multiply_add(splat(1.6666665459e-1f), p, r);
+  p = multiply_add(splat(5.0000001201e-1f), p, r);
+  const Floats8 exp_r = multiply_add(r, p, r * r) + splat(1.0f);
 
   // 2^n as two powers of two, 2^(n >> 1) and 2^(n - (n >> 1)), each a
   // normal float for every n above: the first product is exact, the second
@@ -71,7 +71,7 @@ inline Floats8 exp8(Floats8 x) {
 // a string move).
 inline Floats8 load8_partial(const float* p, int count, float fill) {
   if (count == 8) return matmul_lanes::load_half(p);
-  Floats8 v = splat8(fill);
+  Floats8 v = splat(fill);
   std::memcpy(&v, p, static_cast<size_t>(count) * sizeof(float));
   return v;
 }

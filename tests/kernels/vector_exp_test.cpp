@@ -21,7 +21,7 @@ int64_t ulps_apart(float a, float b) {
   return std::abs(static_cast<int64_t>(std::bit_cast<int32_t>(a)) - std::bit_cast<int32_t>(b));
 }
 
-float exp_one(float x) { return exp8(splat8(x))[0]; }
+float exp_one(float x) { return exp8(splat(x))[0]; }
 
 TEST(VectorExp, WithinOneUlpOverEveryFloatSampled) {
   // Every 613th bit pattern of the finite floats, both signs: about 7
