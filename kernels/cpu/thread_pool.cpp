@@ -2,8 +2,9 @@
 //
 // run() fills a Job on its own stack, publishes it in `current`, bumps
 // `generation` (the futex word workers sleep on) and wakes sleepers only if
-// some are asleep. Everyone, the caller included, then claims chunks with
-// one fetch_add on `next` and counts finished ones in `done`. The caller
+// some are asleep. Everyone, the caller included, then claims chunks, each
+// with one fetch_add on a share's cursor (its own share's first, in order,
+// then the others'), and counts finished ones in `done`. The caller
 // waits (spin, then futex on `done`) until every chunk is done, withdraws
 // the job (`current` = null) and waits until no worker still holds it
 // (`users` = 0): a worker announces itself in `users` before reading
@@ -111,11 +112,25 @@ const char* pinning_name(Pinning pinning) { return pinning == Pinning::cores ? "
 
 int available_cpus() { return std::max<int>(1, static_cast<int>(allowed_cpus().size())); }
 
+// The chunks are dealt out in one contiguous share per thread; a share's
+// cursor is its next unclaimed chunk, on a cache line of its own. A thread
+// claims its own share's chunks in order, so that its reads stream on from
+// one chunk into the next (claiming every other chunk from one counter,
+// each thread began every chunk cold, its prefetches run into a chunk
+// another thread was reading: the tiny model decoded up to 1.2x slower),
+// then the others' next ones, which is how the work of a thread the
+// scheduler has descheduled still gets done.
+struct alignas(64) Cursor {
+  std::atomic<int64_t> next{0};
+  int64_t end = 0;
+};
+
 struct Job {
   RangeBody body;
   int64_t n = 0;
   int64_t chunks = 0;
-  std::atomic<int64_t> next{0};
+  Cursor* cursors = nullptr;  // one per share
+  int shares = 0;
   std::atomic<uint32_t> done{0};
   std::atomic<bool> caller_asleep{false};
   std::atomic<bool> failed{false};
@@ -124,24 +139,31 @@ struct Job {
 
   explicit Job(RangeBody b) : body(b) {}
 
-  // Claims and runs chunks until none is left.
-  void work() {
-    for (;;) {
-      const int64_t c = next.fetch_add(1, std::memory_order_relaxed);
-      if (c >= chunks) return;
-      if (!failed.load(std::memory_order_relaxed)) {
-        try {
-          body(n * c / chunks, n * (c + 1) / chunks);
-        } catch (...) {
-          std::lock_guard lock(error_mutex);
-          if (!error) error = std::current_exception();
-          failed.store(true, std::memory_order_relaxed);
-        }
-      }
-      const uint32_t finished = done.fetch_add(1, std::memory_order_seq_cst) + 1;
-      if (finished == static_cast<uint32_t>(chunks) && caller_asleep.load(std::memory_order_seq_cst))
-        futex_wake_all(done);
+  // Claims and runs chunks until none is left: thread `self`'s own share
+  // first, then each other's in turn.
+  void work(int self) {
+    for (int k = 0; k < shares; ++k) {
+      Cursor& cursor = cursors[(self + k) % shares];
+      for (int64_t c = claim(cursor); c < cursor.end; c = claim(cursor)) run_chunk(c);
     }
+  }
+
+ private:
+  static int64_t claim(Cursor& cursor) { return cursor.next.fetch_add(1, std::memory_order_relaxed); }
+
+  void run_chunk(int64_t c) {
+    if (!failed.load(std::memory_order_relaxed)) {
+      try {
+        body(n * c / chunks, n * (c + 1) / chunks);
+      } catch (...) {
+        std::lock_guard lock(error_mutex);
+        if (!error) error = std::current_exception();
+        failed.store(true, std::memory_order_relaxed);
+      }
+    }
+    const uint32_t finished = done.fetch_add(1, std::memory_order_seq_cst) + 1;
+    if (finished == static_cast<uint32_t>(chunks) && caller_asleep.load(std::memory_order_seq_cst))
+      futex_wake_all(done);
   }
 };
 
@@ -155,6 +177,7 @@ struct ThreadPool::State {
   std::atomic<Job*> current{nullptr};
   std::atomic<int> users{0};
   std::atomic<bool> stop{false};
+  std::vector<Cursor> cursors;  // the running job's shares, one per thread at most
   // The straggler fallback, touched only under `busy`: sections still to
   // run on the caller alone, the next such period, the current window, and
   // how many periods there have been.
@@ -206,7 +229,8 @@ struct ThreadPool::State {
   // `seen` is the generation when the pool was made, not when this thread
   // first runs: a worker the OS starts late must still see every bump since,
   // the destructor's included.
-  void worker_loop(uint32_t seen) {
+  // `self` numbers the thread (the caller is 0): its share of each job.
+  void worker_loop(uint32_t seen, int self) {
     tl_in_pool = true;
     for (;;) {
       if (!spin_until([&] { return generation.load(std::memory_order_acquire) != seen; })) {
@@ -217,7 +241,7 @@ struct ThreadPool::State {
       seen = generation.load(std::memory_order_acquire);
       if (stop.load(std::memory_order_acquire)) return;
       users.fetch_add(1, std::memory_order_seq_cst);
-      if (Job* job = current.load(std::memory_order_seq_cst)) job->work();
+      if (Job* job = current.load(std::memory_order_seq_cst)) job->work(self);
       users.fetch_sub(1, std::memory_order_seq_cst);
     }
   }
@@ -233,9 +257,10 @@ ThreadPool::ThreadPool(int threads, Pinning pinning) : state_(std::make_unique<S
           "a thread pool needs at least 1 thread, got " + std::to_string(threads));
   state_->threads = threads;
   state_->pinning = pinning;
+  state_->cursors = std::vector<Cursor>(static_cast<size_t>(threads));
   const std::vector<int> cpus = allowed_cpus();
   for (int i = 1; i < threads; ++i) {
-    state_->workers.emplace_back([state = state_.get()] { state->worker_loop(0); });
+    state_->workers.emplace_back([state = state_.get(), i] { state->worker_loop(0, i); });
     clockid_t clock{};
     if (pthread_getcpuclockid(state_->workers.back().native_handle(), &clock) == 0)
       state_->worker_clocks.push_back(clock);
@@ -283,12 +308,20 @@ void ThreadPool::run(int64_t n, RangeBody body, int64_t chunks) {
   Job job(body);
   job.n = n;
   job.chunks = chunks > 0 ? std::min(n, chunks) : chunk_count(n, s.threads);
+  job.shares = static_cast<int>(std::min<int64_t>(s.threads, job.chunks));
+  job.cursors = s.cursors.data();
+  for (int share = 0; share < job.shares; ++share) {
+    // Written before `current` publishes the job; no one holds the last job.
+    Cursor& cursor = s.cursors[static_cast<size_t>(share)];
+    cursor.next.store(job.chunks * share / job.shares, std::memory_order_relaxed);
+    cursor.end = job.chunks * (share + 1) / job.shares;
+  }
   s.current.store(&job, std::memory_order_seq_cst);
   s.wake_workers();
 
   const auto began = Clock::now();
   tl_in_pool = true;
-  job.work();
+  job.work(0);
   tl_in_pool = false;
 
   const auto all_done = [&] {

@@ -18,8 +18,10 @@
 //   back after 50 µs instead of hundreds of milliseconds. The caller waits
 //   for stragglers the same way.
 // - A fixed partition, claimed dynamically: [0, n) is cut into chunks that
-//   depend only on n and the thread count, and whoever is running (the
-//   calling thread included) takes the next unclaimed chunk. A thread the
+//   depend only on n and the thread count, dealt out in one contiguous
+//   share per thread. Each thread (the calling one included) claims its
+//   own share's chunks in order, so its reads run on from one chunk into
+//   the next, then the other shares' next unclaimed ones. A thread the
 //   scheduler has descheduled simply takes none, and the others do its
 //   share, instead of everyone waiting for it.
 // - Stragglers: a worker descheduled after it claimed a chunk still holds

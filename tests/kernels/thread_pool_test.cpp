@@ -91,6 +91,27 @@ TEST(ThreadPool, AskedChunksPartitionNThatManyWays) {
   }
 }
 
+// Each thread claims its own share's chunks in order before anyone else's:
+// with 2 threads and 8 chunks the caller's share is chunks 0-3, so it runs
+// 0 and then 1 (claimed from one shared counter, the awake worker took 1).
+// The chunks are long (10 ms) so that the worker, once awake, would claim
+// one while the caller runs chunk 0; the worker could take chunk 1 only by
+// finishing its own four chunks first.
+TEST(ThreadPool, TheCallerRunsTheStartOfItsOwnShareInOrder) {
+  ThreadPool pool(2);
+  const std::thread::id caller = std::this_thread::get_id();
+  std::mutex mutex;
+  std::vector<std::thread::id> ran_on(8);
+  auto record = [&](int64_t begin, int64_t end) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    std::lock_guard lock(mutex);
+    for (int64_t i = begin; i < end; ++i) ran_on[static_cast<size_t>(i)] = std::this_thread::get_id();
+  };
+  pool.run(8, cpu::RangeBody(record), 8);
+  EXPECT_EQ(ran_on[0], caller);
+  EXPECT_EQ(ran_on[1], caller);
+}
+
 TEST(ThreadPool, NestedCallRunsSeriallyOnTheSameThread) {
   ThreadPool pool(4);
   std::atomic<int> inner_total{0};
