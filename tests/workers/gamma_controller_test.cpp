@@ -85,10 +85,14 @@ TEST(GammaController, TheGuardReadsTheTuning) {
     guard.record(4, /*drafted=*/false, 4, 0.01);  // 400 tokens/s: drafting loses
   }
   std::vector<int> explored_at;
-  for (int d = 1; d <= 32; ++d)
-    if (guard.allow_drafting(4)) explored_at.push_back(d);
-  // After guard_explore_every decisions, then twice as many each time.
-  EXPECT_EQ(explored_at, (std::vector<int>{4, 12, 28}));
+  for (int d = 1; d <= 32; ++d) {
+    const bool draft = guard.allow_drafting(4);
+    guard.record(4, draft, draft ? 10 : 4, draft ? 0.1 : 0.01);  // drafting keeps losing
+    if (draft) explored_at.push_back(d);
+  }
+  // After guard_explore_every decisions, then twice as many each time, each
+  // re-measurement the switch and guard_min_steps counted steps.
+  EXPECT_EQ(explored_at, (std::vector<int>{4, 5, 6, 14, 15, 16, 32}));
 }
 
 TEST(GammaController, PredictsTheoremThreeEightWithMeasuredAlphaCostAndV) {

@@ -1,13 +1,16 @@
 // SpeculationGuard: the two kinds of steps in turn until each has kMinSteps;
 // drafting stops where it has been measured slower than plain decoding at
-// that batch size and is re-measured after kExplore decisions, then twice
-// as many each time (up to 8 kExplore); while drafting wins, plain is
-// re-measured on one step in kExplore (both from the default
-// SpeculationTuning).
+// that batch size and is re-measured afresh (the switch, then kMinSteps
+// counted steps) after kExplore decisions, then twice as many each time
+// (up to 8 kExplore);
+// while drafting wins, plain is re-measured on one step in kExplore (both
+// from the default SpeculationTuning). A drafting step after two or more
+// plain ones (the draft cache's catch-up) is not counted.
 #include "workers/speculation/speculation_guard.h"
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <vector>
 
 namespace tandem {
@@ -26,6 +29,19 @@ int allowed(SpeculationGuard& guard, int batch, int decisions) {
   int count = 0;
   for (int i = 0; i < decisions; ++i) count += guard.allow_drafting(batch);
   return count;
+}
+
+// `decisions` steps at batch B, each recorded as the guard decided: 10
+// tokens in `drafting` seconds or `plain` seconds. Returns the decisions
+// (counted from 1) that drafted.
+std::vector<int> run_steps(SpeculationGuard& guard, int batch, int decisions, double drafting, double plain) {
+  std::vector<int> drafted;
+  for (int d = 1; d <= decisions; ++d) {
+    const bool draft = guard.allow_drafting(batch);
+    guard.record(batch, draft, 10, draft ? drafting : plain);
+    if (draft) drafted.push_back(d);
+  }
+  return drafted;
 }
 
 TEST(SpeculationGuard, DraftsUntilDraftingHasBeenMeasured) {
@@ -63,12 +79,28 @@ TEST(SpeculationGuard, StopsDraftingWhereItWasMeasuredSlowerAndBacksOffReMeasuri
   record_steps(guard, 32, /*drafted=*/true, 40, 0.04);   // 1000 tokens/s
   record_steps(guard, 32, /*drafted=*/false, 32, 0.02);  // 1600 tokens/s
   // Re-measured after kExplore decisions, then after twice as many each
-  // time the verdict stands (nothing recorded here changes it), at most
-  // 8 kExplore apart.
-  std::vector<int> explored_at;
-  for (int d = 1; d <= 40 * kExplore; ++d)
-    if (guard.allow_drafting(32)) explored_at.push_back(d / kExplore);
-  EXPECT_EQ(explored_at, (std::vector<int>{1, 3, 7, 15, 23, 31, 39}));
+  // time the verdict stands (drafting stays slower), at most 8 kExplore
+  // apart. Each re-measurement drafts 1 + kMinSteps decisions in a row:
+  // the switch (not counted), then kMinSteps counted afresh.
+  // (40 kExplore decisions end just after the seventh.)
+  const std::vector<int> drafted = run_steps(guard, 32, 40 * kExplore, 0.01, 0.00625);
+  std::vector<int> starts, lengths;
+  for (size_t i = 0; i < drafted.size(); ++i) {
+    if (i > 0 && drafted[i] == drafted[i - 1] + 1) {
+      ++lengths.back();
+    } else {
+      starts.push_back(drafted[i]);
+      lengths.push_back(1);
+    }
+  }
+  ASSERT_EQ(starts.size(), 7u);
+  EXPECT_EQ(starts[0], kExplore);
+  for (size_t i = 0; i < starts.size(); ++i) {
+    EXPECT_EQ(lengths[i], 1 + kMinSteps) << "re-measurement " << i;
+    if (i > 0) {
+      EXPECT_EQ(starts[i] - starts[i - 1], kMinSteps + std::min(1 << i, 8) * kExplore) << "re-measurement " << i;
+    }
+  }
   // Smaller batch sizes keep their own verdicts.
   EXPECT_EQ(allowed(guard, 1, 10), 10);
   // Batch sizes near the same power of two share one: 27..45 round to 32.
@@ -83,7 +115,8 @@ TEST(SpeculationGuard, AVerdictThatFlipsBackStartsTheBackOffOver) {
   SpeculationGuard guard;
   record_steps(guard, 8, /*drafted=*/true, 10, 0.02);   // 500 tokens/s
   record_steps(guard, 8, /*drafted=*/false, 8, 0.008);  // 1000: drafting loses
-  EXPECT_EQ(allowed(guard, 8, 3 * kExplore), 2);  // at kExplore and 3 kExplore
+  // Re-measured, still slower, at kExplore and 2 kExplore later.
+  EXPECT_EQ(run_steps(guard, 8, 3 * kExplore + 2 * kMinSteps, 0.02, 0.01).size(), 2u * (1 + kMinSteps));
   for (int i = 0; i < 20; ++i) guard.record(8, true, 40, 0.01);  // 4000: drafting wins
   EXPECT_EQ(allowed(guard, 8, kExplore), kExplore - 1);
   record_steps(guard, 8, /*drafted=*/false, 80, 0.008);  // 10000: it loses again
@@ -99,6 +132,45 @@ TEST(SpeculationGuard, RecoversWhenDraftingBecomesFasterAgain) {
   for (int i = 0; i < 20; ++i) guard.record(2, true, 30, 0.01);  // 3000: the smoothed rate follows
   EXPECT_GT(guard.drafting_rate(2), guard.plain_rate(2));
   EXPECT_EQ(allowed(guard, 2, 2 * kExplore), 2 * kExplore - 2);
+}
+
+// The trap this rule closes: drafting judged slower, every re-measurement
+// after a run of plain steps pays the draft cache's catch-up over all of
+// them, and counted, each would confirm the verdict. Here every first
+// drafting step after plain ones is slow (the catch-up) and every later
+// one fast: the guard counts only the fast ones and comes back to drafting.
+TEST(SpeculationGuard, ADraftingStepAfterPlainOnesIsNotCountedSoAVerdictCanFlip) {
+  SpeculationGuard guard;
+  record_steps(guard, 1, /*drafted=*/true, 10, 0.02);   // 500 tokens/s
+  record_steps(guard, 1, /*drafted=*/false, 1, 0.001);  // 1000: drafting loses
+  // The first re-measurement (at kExplore) counts only its kMinSteps quick
+  // steps, so its verdict is that drafting wins; from then on plain decoding
+  // is re-measured once in kExplore decisions.
+  int plain_before = 0;
+  int drafted_last = 0;
+  for (int d = 1; d <= 2 * kExplore + kMinSteps; ++d) {
+    const bool draft = guard.allow_drafting(1);
+    // The switch after a run of plain steps catches up (3 tokens in 50 ms);
+    // any other drafting step is quick (3 tokens in 1 ms: 3000 tokens/s).
+    guard.record(1, draft, draft ? 3 : 1, draft && plain_before >= 2 ? 0.05 : 0.001);
+    plain_before = draft ? 0 : plain_before + 1;
+    if (d > kExplore + kMinSteps) drafted_last += draft;
+  }
+  EXPECT_NEAR(guard.drafting_rate(1), 3000.0, 1e-6);
+  EXPECT_EQ(drafted_last, kExplore - 1);
+  // A drafting step after one plain step (the kinds in turn) counts.
+  SpeculationGuard in_turn;
+  in_turn.record(4, false, 4, 0.01);
+  in_turn.record(4, true, 10, 0.01);
+  EXPECT_DOUBLE_EQ(in_turn.drafting_rate(4), 1000.0);
+  // After two plain steps it does not, and the next drafting one does.
+  SpeculationGuard after_two;
+  after_two.record(4, false, 4, 0.01);
+  after_two.record(4, false, 4, 0.01);
+  after_two.record(4, true, 10, 0.5);
+  EXPECT_EQ(after_two.drafting_rate(4), 0.0);
+  after_two.record(4, true, 10, 0.01);
+  EXPECT_DOUBLE_EQ(after_two.drafting_rate(4), 1000.0);
 }
 
 TEST(SpeculationGuard, RatesAreTokensOverSecondsNotMeansOfStepRates) {

@@ -12,6 +12,11 @@ constexpr double kDecay = 0.9;
 // While drafting loses, the wait between two re-measurements grows to at
 // most this many times tuning.guard_explore_every decisions.
 constexpr int kMaxExploreBackoff = 8;
+// A drafting step after this many plain ones or more is a switch, not
+// counted: the draft cache catches up over all of them. (After a single
+// plain step, as when the two kinds are measured in turn, its catch-up is
+// one token more than a drafting step's own, and it counts.)
+constexpr int kSwitchPlainRun = 2;
 
 }  // namespace
 
@@ -50,11 +55,24 @@ bool SpeculationGuard::allow_drafting(int batch) {
   if (++b.since_explore < b.explore_interval) return false;
   b.since_explore = 0;
   b.explore_interval = std::min(2 * b.explore_interval, kMaxExploreBackoff * explore_every_);
+  // Drafting is measured afresh: until min_steps drafting steps have been
+  // counted (after the switch, which is not), the bucket is unjudged and
+  // drafts. An old rate, formed by other sessions, other texts, or in the
+  // tail of a busier load, would take many re-measurements to move.
+  b.steps[1] = 0;
+  b.tokens[1] = b.seconds[1] = 0;
   return true;
 }
 
 void SpeculationGuard::record(int batch, bool drafted, int tokens, double seconds) {
   if (!(seconds > 0) || tokens <= 0) return;
+  if (!drafted) {
+    ++plain_run_;
+  } else {
+    const bool switching = plain_run_ >= kSwitchPlainRun;
+    plain_run_ = 0;
+    if (switching) return;  // the catch-up after plain steps: see the header
+  }
   Bucket& b = bucket(batch);
   const size_t side = drafted ? 1 : 0;
   // Tokens over seconds of the recent steps, not a mean of per-step rates:

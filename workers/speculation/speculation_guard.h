@@ -10,9 +10,17 @@
 // many each time the verdict stands (up to 8x); while drafting wins, one
 // step in guard_explore_every runs without drafts, to keep plain honest.
 // Rates are recent tokens over recent seconds (decaying sums).
+// A drafting step right after two or more plain ones is not counted: its
+// draft cache catches up over every token since, a cost of switching, not
+// of drafting. Counted, it made every re-measurement after a run of plain
+// steps look slow, and a verdict that drafting loses confirmed itself (a
+// batch-1 verdict formed in the tails of busy runs kept a later
+// single-session load from drafting). A re-measurement therefore starts
+// drafting's rate afresh and drafts until guard_min_steps steps after the
+// switch have been counted.
 // What this catches that the model misses: per-step overheads, the draft
-// cache's catch-up after plain steps, and model error near break-even,
-// where the promise "speculation never makes the server slower" is decided.
+// cache's steady catch-up, and model error near break-even, where the
+// promise "speculation never makes the server slower" is decided.
 // Not thread-safe: owned by the engine thread.
 #pragma once
 
@@ -57,6 +65,7 @@ class SpeculationGuard {
 
   int explore_every_;
   int min_steps_;
+  int plain_run_ = 0;  // plain decode steps since the last drafting one, at any batch size
   std::array<Bucket, kBuckets> buckets_{};
 };
 

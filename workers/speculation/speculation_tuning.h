@@ -22,7 +22,8 @@ struct SpeculationTuning {
   int max_probe_every = 64;
   // The guard (measured drafting vs plain throughput per batch size): the
   // losing side is re-measured after guard_explore_every decisions (more
-  // while drafting loses), and a verdict needs guard_min_steps of each.
+  // while drafting loses), and a verdict needs guard_min_steps of each
+  // (drafting's counted afresh at each re-measurement).
   int guard_explore_every = 64;
   int guard_min_steps = 8;
   // Pipelined drafting: plain steps between two steps that draft ahead only
