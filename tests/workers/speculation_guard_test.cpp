@@ -124,6 +124,22 @@ TEST(SpeculationGuard, AVerdictThatFlipsBackStartsTheBackOffOver) {
   EXPECT_EQ(allowed(guard, 8, kExplore), 1);  // after kExplore again, not 4 kExplore
 }
 
+TEST(SpeculationGuard, AReMeasurementForgetsTheOldDraftingRate) {
+  SpeculationGuard guard;
+  record_steps(guard, 4, /*drafted=*/true, 10, 0.02);  // 500 tokens/s
+  record_steps(guard, 4, /*drafted=*/false, 4, 0.002); // 2000: drafting loses
+  EXPECT_DOUBLE_EQ(guard.drafting_rate(4), 500.0);
+  EXPECT_EQ(allowed(guard, 4, kExplore - 1), 0);
+  EXPECT_TRUE(guard.allow_drafting(4));  // the re-measurement
+  // Not measured until a counted drafting step: a rate of 0, not the old 500
+  // (which the measured-speed-up gauge would go on showing).
+  EXPECT_EQ(guard.drafting_rate(4), 0.0);
+  guard.record(4, true, 10, 0.5);  // the switch: not counted
+  EXPECT_EQ(guard.drafting_rate(4), 0.0);
+  guard.record(4, true, 10, 0.001);
+  EXPECT_DOUBLE_EQ(guard.drafting_rate(4), 10000.0);
+}
+
 TEST(SpeculationGuard, RecoversWhenDraftingBecomesFasterAgain) {
   SpeculationGuard guard;
   record_steps(guard, 2, true, 10, 0.02);   // 500

@@ -58,9 +58,11 @@ bool SpeculationGuard::allow_drafting(int batch) {
   // Drafting is measured afresh: until min_steps drafting steps have been
   // counted (after the switch, which is not), the bucket is unjudged and
   // drafts. An old rate, formed by other sessions, other texts, or in the
-  // tail of a busier load, would take many re-measurements to move.
+  // tail of a busier load, would take many re-measurements to move. The
+  // rate goes too (0: not measured), so that the measured-speed-up gauge
+  // does not show the old one while the new steps are being counted.
   b.steps[1] = 0;
-  b.tokens[1] = b.seconds[1] = 0;
+  b.tokens[1] = b.seconds[1] = b.rate[1] = 0;
   return true;
 }
 
