@@ -63,7 +63,22 @@ void gather_rows(const float* rows, const SequenceSlice& slice, int kv_head, int
   Half acc[kGroup] = {};
   const float* rows[kGroup];
   for (int j = 0; j < kGroup; ++j) rows[j] = j < count ? keys[j] : zeros;
-  for (int c = 0; 8 * c < D; ++c) {
+  int c = 0;
+  // Four chunks of q held in registers meet each key in turn: a key's row
+  // address is loaded once per four chunks, not once per chunk (GCC keeps
+  // the eight addresses on the stack). Each key's chain is the same.
+  for (; 8 * (c + 4) <= D; c += 4) {
+    const Half q0 = load_half(q + 8 * c), q1 = load_half(q + 8 * c + 8);
+    const Half q2 = load_half(q + 8 * c + 16), q3 = load_half(q + 8 * c + 24);
+    for (int j = 0; j < kGroup; ++j) {
+      const float* row = rows[j] + 8 * c;
+      acc[j] = multiply_add(acc[j], q0, load_half(row));
+      acc[j] = multiply_add(acc[j], q1, load_half(row + 8));
+      acc[j] = multiply_add(acc[j], q2, load_half(row + 16));
+      acc[j] = multiply_add(acc[j], q3, load_half(row + 24));
+    }
+  }
+  for (; 8 * c < D; ++c) {  // the last chunks (a partial one padded with zeros)
     const Half qc = chunk(q, c, D);
     for (int j = 0; j < kGroup; ++j) acc[j] = multiply_add(acc[j], qc, chunk(rows[j], c, D));
   }
