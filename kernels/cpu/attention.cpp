@@ -26,6 +26,8 @@ using Doubles4 = double __attribute__((vector_size(4 * sizeof(double))));
 // summed lane-wise together (one transpose and 7 adds for 8 keys, not a
 // horizontal sum per key).
 constexpr int kGroup = 8;
+// Chunks of 8 floats of q a group's scores hold in registers at a time.
+constexpr int kQueryChunks = 4;
 
 // d values [8 c, 8 c + 8) of a row of D, zero past D. The whole-chunk test
 // is spelled on c, not as min(8, D - 8 c) == 8: GCC hoists this one out of
@@ -64,18 +66,17 @@ void gather_rows(const float* rows, const SequenceSlice& slice, int kv_head, int
   const float* rows[kGroup];
   for (int j = 0; j < kGroup; ++j) rows[j] = j < count ? keys[j] : zeros;
   int c = 0;
-  // Four chunks of q held in registers meet each key in turn: a key's row
-  // address is loaded once per four chunks, not once per chunk (GCC keeps
-  // the eight addresses on the stack). Each key's chain is the same.
-  for (; 8 * (c + 4) <= D; c += 4) {
-    const Half q0 = load_half(q + 8 * c), q1 = load_half(q + 8 * c + 8);
-    const Half q2 = load_half(q + 8 * c + 16), q3 = load_half(q + 8 * c + 24);
+  // kQueryChunks chunks of q held in registers meet each key in turn: a
+  // key's row address is loaded once per kQueryChunks chunks, not once per
+  // chunk (GCC keeps the eight addresses on the stack). Each key's chain is
+  // the same.
+  for (; 8 * (c + kQueryChunks) <= D; c += kQueryChunks) {
+    Half qs[kQueryChunks];
+    for (int i = 0; i < kQueryChunks; ++i) qs[i] = load_half(q + 8 * (c + i));
     for (int j = 0; j < kGroup; ++j) {
       const float* row = rows[j] + 8 * c;
-      acc[j] = multiply_add(acc[j], q0, load_half(row));
-      acc[j] = multiply_add(acc[j], q1, load_half(row + 8));
-      acc[j] = multiply_add(acc[j], q2, load_half(row + 16));
-      acc[j] = multiply_add(acc[j], q3, load_half(row + 24));
+#pragma GCC unroll 4
+      for (int i = 0; i < kQueryChunks; ++i) acc[j] = multiply_add(acc[j], qs[i], load_half(row + 8 * i));
     }
   }
   for (; 8 * c < D; ++c) {  // the last chunks (a partial one padded with zeros)
