@@ -31,6 +31,7 @@
 #include <vector>
 
 #include "common/error.h"
+#include "kernels/cpu/run_queue_wait.h"
 
 namespace tandem::cpu {
 namespace {
@@ -56,6 +57,12 @@ constexpr auto kStraggleFloor = std::chrono::microseconds(300);
 // virtual CPU paused by its host) costs a window little and changes nothing.
 constexpr int64_t kWindow = 256;
 constexpr int kStallShareInverse = 4;
+// The same verdict when our threads, on average, waited on a run queue
+// (runnable, another thread on their core: run_queue_wait.h) for over
+// 1 / kQueueShareInverse of the window. Alone, an idle machine's threads
+// wait there for microseconds per window; two threads sharing a core with
+// a third, for a third or more of it.
+constexpr int kQueueShareInverse = 8;
 constexpr int64_t kAloneFirst = 256;
 constexpr int64_t kAloneMax = 16384;
 
@@ -188,6 +195,13 @@ struct ThreadPool::State {
   Clock::duration window_stalled{};
   int64_t alone_periods = 0;
 
+  // Run-queue waits (run_queue_wait.h): each worker's handle (published by
+  // the worker as it starts, -2 until then), the calling thread's for the
+  // current window, and our threads' total wait when the window began.
+  std::unique_ptr<std::atomic<int>[]> worker_queue;
+  int caller_queue = -1;
+  int64_t window_queued_from = -1;
+
   std::vector<clockid_t> worker_clocks;  // each worker's thread CPU clock
   std::vector<int64_t> worker_cpu_ns;     // their readings when a wait began
 
@@ -208,13 +222,36 @@ struct ThreadPool::State {
     return true;
   }
 
+  // Our threads' run-queue waits, summed: -1 if one cannot be read.
+  int64_t queued_ns() const {
+    int64_t total = run_queue_wait_ns(caller_queue);
+    for (int i = 0; i + 1 < threads && total >= 0; ++i) {
+      const int64_t worker = run_queue_wait_ns(worker_queue[i].load(std::memory_order_acquire));
+      total = worker < 0 ? -1 : total + worker;
+    }
+    return total;
+  }
+  // Before a window's first section, on the thread that runs it.
+  void begin_window() {
+    close_run_queue_wait(caller_queue);
+    caller_queue = open_run_queue_wait();
+    window_queued_from = queued_ns();
+  }
+  // The mean run-queue wait of our threads over the window; 0 if unknown.
+  Clock::duration window_queued() const {
+    const int64_t now = queued_ns();
+    if (window_queued_from < 0 || now < 0) return {};
+    return std::chrono::nanoseconds((now - window_queued_from) / threads);
+  }
+
   // After a parallel section that took `time`, `stalled` of it waiting
   // for a straggler.
   void judge(Clock::duration time, Clock::duration stalled) {
     window_time += time;
     window_stalled += stalled;
     if (++window_sections < kWindow) return;
-    if (window_stalled * kStallShareInverse > window_time) {
+    if (window_stalled * kStallShareInverse > window_time ||
+        window_queued() * kQueueShareInverse > window_time) {
       alone_left = alone_period;
       alone_period = std::min(2 * alone_period, kAloneMax);
       ++alone_periods;
@@ -232,6 +269,7 @@ struct ThreadPool::State {
   // `self` numbers the thread (the caller is 0): its share of each job.
   void worker_loop(uint32_t seen, int self) {
     tl_in_pool = true;
+    worker_queue[self - 1].store(open_run_queue_wait(), std::memory_order_release);
     for (;;) {
       if (!spin_until([&] { return generation.load(std::memory_order_acquire) != seen; })) {
         sleepers.fetch_add(1, std::memory_order_seq_cst);
@@ -258,6 +296,8 @@ ThreadPool::ThreadPool(int threads, Pinning pinning) : state_(std::make_unique<S
   state_->threads = threads;
   state_->pinning = pinning;
   state_->cursors = std::vector<Cursor>(static_cast<size_t>(threads));
+  state_->worker_queue = std::make_unique<std::atomic<int>[]>(static_cast<size_t>(threads));
+  for (int i = 0; i < threads; ++i) state_->worker_queue[i].store(-2);
   const std::vector<int> cpus = allowed_cpus();
   for (int i = 1; i < threads; ++i) {
     state_->workers.emplace_back([state = state_.get(), i] { state->worker_loop(0, i); });
@@ -278,6 +318,8 @@ ThreadPool::~ThreadPool() {
   state_->stop.store(true, std::memory_order_release);
   state_->wake_workers();
   for (std::thread& worker : state_->workers) worker.join();
+  for (int i = 0; i + 1 < state_->threads; ++i) close_run_queue_wait(state_->worker_queue[i].load());
+  close_run_queue_wait(state_->caller_queue);
 }
 
 int ThreadPool::threads() const { return state_->threads; }
@@ -305,6 +347,7 @@ void ThreadPool::run(int64_t n, RangeBody body, int64_t chunks) {
     body(0, n);
     return;
   }
+  if (s.window_sections == 0) s.begin_window();
   Job job(body);
   job.n = n;
   job.chunks = chunks > 0 ? std::min(n, chunks) : chunk_count(n, s.threads);

@@ -27,10 +27,13 @@
 // - Stragglers: a worker descheduled after it claimed a chunk still holds
 //   the section up (it cannot be taken back). The caller notes how long it
 //   waited for workers that did not run meanwhile (their thread CPU
-//   clocks); when that is over a quarter of the time of 256 sections
-//   (another process shares a core), the next sections run on the caller
-//   alone, for a period that doubles while it recurs: with one busy
-//   process on a 2-core machine, one thread on the free core beats two
+//   clocks), and how long our threads queued for a CPU (run_queue_wait.h:
+//   with one busy process on a 2-core machine the scheduler mostly puts
+//   both our threads on one core, where they take turns and no one is ever
+//   seen stalled). When the stalls are over a quarter of the time of 256
+//   sections, or the mean queuing over an eighth, the next sections run on
+//   the caller alone, for a period that doubles while it recurs: beside a
+//   busy process on 2 cores, one thread on a core of its own beats two
 //   that keep waiting for each other. Rare hiccups change nothing.
 // - Batch invariance: the pool only decides *which thread* runs an index,
 //   never how an index's result is computed. Callers partition by output

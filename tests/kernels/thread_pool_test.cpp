@@ -3,7 +3,8 @@
 // reaches the caller, many quick sections and more threads than CPUs do not
 // deadlock, and destruction joins every worker. Then the property the pool
 // exists to keep: the matmul and the norm give the same bits with 1, 2, 3
-// or 5 threads.
+// or 5 threads. Last, the fallback to the caller alone: for workers that
+// stall, and for threads that share one core.
 #include <gtest/gtest.h>
 #include <pthread.h>
 #include <sched.h>
@@ -21,6 +22,7 @@
 
 #include "common/error.h"
 #include "kernels/cpu/ops.h"
+#include "kernels/cpu/run_queue_wait.h"
 #include "kernels/cpu/thread_pool.h"
 
 namespace tandem {
@@ -266,6 +268,14 @@ TEST(ThreadPool, KernelsGiveTheSameBitsWhateverTheThreadCount) {
   }
 }
 
+// Burns `duration` of CPU time on the calling thread (no sleeping: a
+// thread that sleeps leaves its core to the other).
+void spin_for(std::chrono::microseconds duration) {
+  const auto until = std::chrono::steady_clock::now() + duration;
+  while (std::chrono::steady_clock::now() < until) {
+  }
+}
+
 // Workers that claim chunks and then stall (as when the scheduler gives
 // their core to another process) for more than a quarter of a window of
 // 256 sections send the next sections to the caller alone; after the
@@ -273,13 +283,19 @@ TEST(ThreadPool, KernelsGiveTheSameBitsWhateverTheThreadCount) {
 TEST(ThreadPool, StragglersSendTheNextSectionsToTheCallerAlone) {
   ThreadPool pool(2);
   const auto caller = std::this_thread::get_id();
-  // A worker's chunk sleeps 1 ms (no CPU time: a straggler), the caller's
-  // 0.1 ms. Bounded: three windows at most (a worker still asleep when the
-  // caller has taken every chunk takes none, and stalls nothing).
+  // A worker's index sleeps 1 ms (no CPU time: a straggler), the caller's
+  // computes for 20 µs: the caller is done with its chunks long before the
+  // worker's one chunk of 8 indices. (The caller's indices once slept 0.1
+  // ms too; where a sleep overshoots by tens of microseconds, the caller's
+  // seven chunks took as long as the worker's one and nothing stalled.)
+  // Bounded: three windows at most (a worker still asleep when the caller
+  // has taken every chunk takes none, and stalls nothing).
   for (int section = 0; section < 3 * 256 && pool.alone_periods() == 0; ++section) {
     for_each_index(pool, 64, [&](int64_t) {
-      const bool worker = std::this_thread::get_id() != caller;
-      std::this_thread::sleep_for(worker ? std::chrono::microseconds(1000) : std::chrono::microseconds(100));
+      if (std::this_thread::get_id() != caller)
+        std::this_thread::sleep_for(std::chrono::microseconds(1000));
+      else
+        spin_for(std::chrono::microseconds(20));
     });
   }
   ASSERT_EQ(pool.alone_periods(), 1);
@@ -301,6 +317,47 @@ TEST(ThreadPool, StragglersSendTheNextSectionsToTheCallerAlone) {
     });
   EXPECT_GT(elsewhere.load(), 0);
   EXPECT_EQ(pool.alone_periods(), 1);
+}
+
+TEST(RunQueueWait, ReadsAThreadsGrowingWaitOrNothing) {
+  EXPECT_EQ(cpu::run_queue_wait_ns(-1), -1);
+  const int handle = cpu::open_run_queue_wait();
+  if (handle < 0) GTEST_SKIP() << "this kernel keeps no schedstat";
+  const int64_t first = cpu::run_queue_wait_ns(handle);
+  std::this_thread::sleep_for(std::chrono::milliseconds(2));
+  const int64_t second = cpu::run_queue_wait_ns(handle);
+  cpu::close_run_queue_wait(handle);
+  EXPECT_GE(first, 0);
+  EXPECT_GE(second, first);
+}
+
+// With one busy process on a 2-core machine, the scheduler puts our two
+// threads on one core; they take turns there and no worker is ever seen
+// stalled, but both wait on the core's run queue. Here the caller joins the
+// pinned worker's CPU: within three windows of 256 sections the next
+// sections go to the caller alone.
+TEST(ThreadPool, ThreadsSharingACoreSendTheNextSectionsToTheCallerAlone) {
+  const int probe = cpu::open_run_queue_wait();
+  cpu::close_run_queue_wait(probe);
+  if (probe < 0) GTEST_SKIP() << "this kernel keeps no schedstat";
+  cpu_set_t allowed;
+  CPU_ZERO(&allowed);
+  ASSERT_EQ(sched_getaffinity(0, sizeof(allowed), &allowed), 0);
+  std::vector<int> cpus;
+  for (int cpu = 0; cpu < CPU_SETSIZE; ++cpu)
+    if (CPU_ISSET(cpu, &allowed)) cpus.push_back(cpu);
+  ASSERT_FALSE(cpus.empty());
+  ThreadPool pool(2, Pinning::cores);  // the worker on cpus[1 % count]
+  cpu_set_t caller_before;
+  ASSERT_EQ(pthread_getaffinity_np(pthread_self(), sizeof(caller_before), &caller_before), 0);
+  cpu_set_t shared;
+  CPU_ZERO(&shared);
+  CPU_SET(cpus[1 % cpus.size()], &shared);
+  ASSERT_EQ(pthread_setaffinity_np(pthread_self(), sizeof(shared), &shared), 0);
+  for (int section = 0; section < 3 * 256 && pool.alone_periods() == 0; ++section)
+    for_each_index(pool, 8, [](int64_t) { spin_for(std::chrono::microseconds(20)); });
+  pthread_setaffinity_np(pthread_self(), sizeof(caller_before), &caller_before);
+  EXPECT_GE(pool.alone_periods(), 1);
 }
 
 }  // namespace
