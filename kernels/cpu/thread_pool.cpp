@@ -102,6 +102,22 @@ bool spin_until(Ready ready) {
 // Set while a thread runs a pool's chunks: a parallel_for inside runs serially.
 thread_local bool tl_in_pool = false;
 
+// The calling thread's run-queue handle (run_queue_wait.h), opened the
+// first time it begins a window and closed when the thread ends, and a
+// number no other thread of the process gets (a handle's number or a thread
+// id may be reused once a thread ends).
+std::atomic<uint64_t> g_next_caller{0};
+struct CallerQueueHandle {
+  int handle = open_run_queue_wait();
+  uint64_t caller = g_next_caller.fetch_add(1, std::memory_order_relaxed);
+  ~CallerQueueHandle() { close_run_queue_wait(handle); }
+};
+thread_local CallerQueueHandle tl_caller_queue;
+
+}  // namespace
+
+const char* pinning_name(Pinning pinning) { return pinning == Pinning::cores ? "cores" : "none"; }
+
 std::vector<int> allowed_cpus() {
   cpu_set_t set;
   CPU_ZERO(&set);
@@ -112,10 +128,6 @@ std::vector<int> allowed_cpus() {
   }
   return cpus;
 }
-
-}  // namespace
-
-const char* pinning_name(Pinning pinning) { return pinning == Pinning::cores ? "cores" : "none"; }
 
 int available_cpus() { return std::max<int>(1, static_cast<int>(allowed_cpus().size())); }
 
@@ -196,13 +208,18 @@ struct ThreadPool::State {
   int64_t alone_periods = 0;
 
   // Run-queue waits (run_queue_wait.h): each worker's handle (published by
-  // the worker as it starts, -2 until then), the calling thread's for the
-  // current window, and our threads' total wait when the window began.
-  std::unique_ptr<std::atomic<int>[]> worker_queue;
-  int caller_queue = -1;
+  // the worker as it starts, -2 until then), the handle of the thread that
+  // began the current window, and our threads' total wait then. A window
+  // that another thread ends (the pool has several callers) is not judged
+  // by its waits: its first caller's handle says nothing of the second.
+  std::unique_ptr<std::atomic<int>[]> worker_queue;  // threads - 1
+  uint64_t window_caller = 0;
   int64_t window_queued_from = -1;
 
-  std::vector<clockid_t> worker_clocks;  // each worker's thread CPU clock
+  // Each worker's thread CPU clock. (Schedstat's first field is the same
+  // time, but the stall check stays on these clocks so that it works where
+  // the kernel keeps no schedstat.)
+  std::vector<clockid_t> worker_clocks;
   std::vector<int64_t> worker_cpu_ns;     // their readings when a wait began
 
   static int64_t cpu_ns(clockid_t clock) {
@@ -224,7 +241,7 @@ struct ThreadPool::State {
 
   // Our threads' run-queue waits, summed: -1 if one cannot be read.
   int64_t queued_ns() const {
-    int64_t total = run_queue_wait_ns(caller_queue);
+    int64_t total = run_queue_wait_ns(tl_caller_queue.handle);
     for (int i = 0; i + 1 < threads && total >= 0; ++i) {
       const int64_t worker = run_queue_wait_ns(worker_queue[i].load(std::memory_order_acquire));
       total = worker < 0 ? -1 : total + worker;
@@ -233,12 +250,12 @@ struct ThreadPool::State {
   }
   // Before a window's first section, on the thread that runs it.
   void begin_window() {
-    close_run_queue_wait(caller_queue);
-    caller_queue = open_run_queue_wait();
+    window_caller = tl_caller_queue.caller;
     window_queued_from = queued_ns();
   }
   // The mean run-queue wait of our threads over the window; 0 if unknown.
   Clock::duration window_queued() const {
+    if (tl_caller_queue.caller != window_caller) return {};
     const int64_t now = queued_ns();
     if (window_queued_from < 0 || now < 0) return {};
     return std::chrono::nanoseconds((now - window_queued_from) / threads);
@@ -296,8 +313,8 @@ ThreadPool::ThreadPool(int threads, Pinning pinning) : state_(std::make_unique<S
   state_->threads = threads;
   state_->pinning = pinning;
   state_->cursors = std::vector<Cursor>(static_cast<size_t>(threads));
-  state_->worker_queue = std::make_unique<std::atomic<int>[]>(static_cast<size_t>(threads));
-  for (int i = 0; i < threads; ++i) state_->worker_queue[i].store(-2);
+  state_->worker_queue = std::make_unique<std::atomic<int>[]>(static_cast<size_t>(threads - 1));
+  for (int i = 0; i + 1 < threads; ++i) state_->worker_queue[i].store(-2);
   const std::vector<int> cpus = allowed_cpus();
   for (int i = 1; i < threads; ++i) {
     state_->workers.emplace_back([state = state_.get(), i] { state->worker_loop(0, i); });
@@ -319,7 +336,6 @@ ThreadPool::~ThreadPool() {
   state_->wake_workers();
   for (std::thread& worker : state_->workers) worker.join();
   for (int i = 0; i + 1 < state_->threads; ++i) close_run_queue_wait(state_->worker_queue[i].load());
-  close_run_queue_wait(state_->caller_queue);
 }
 
 int ThreadPool::threads() const { return state_->threads; }

@@ -48,6 +48,7 @@
 #include <memory>
 #include <string>
 #include <utility>
+#include <vector>
 
 namespace tandem::cpu {
 
@@ -58,7 +59,10 @@ enum class Pinning { none, cores };
 
 const char* pinning_name(Pinning pinning);
 
-// The CPUs this process may run on (sched_getaffinity), at least 1.
+// The CPUs this process may run on (sched_getaffinity), in order; empty if
+// they cannot be read.
+std::vector<int> allowed_cpus();
+// How many: allowed_cpus().size(), at least 1.
 int available_cpus();
 
 // A body over a range [begin, end), type-erased without allocating.
