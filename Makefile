@@ -74,7 +74,8 @@ space := $(empty) $(empty)
 sanitize_labels = ^($(subst $(space),|,$(strip $(SANITIZE_SUITES))))$$
 
 test-sanitize: deps
-	@cmake -S . -B $(SANITIZE_DIR) -DCMAKE_BUILD_TYPE=Release -DTANDEM_SANITIZE=ON >/dev/null
+	@cmake -S . -B $(SANITIZE_DIR) -DCMAKE_BUILD_TYPE=Release -DTANDEM_SANITIZE=ON \
+	  -DTANDEM_UNITY_TESTS=OFF >/dev/null
 	@$(SANITIZE_ENV) cmake --build $(SANITIZE_DIR) -j $(JOBS) --target $(SANITIZE_SUITES)
 	@cd $(SANITIZE_DIR) && $(SANITIZE_ENV) ctest --output-on-failure -j $(JOBS) --timeout 1500 \
 	  -L '$(sanitize_labels)'

@@ -7,14 +7,14 @@
 namespace tandem::chat {
 namespace {
 
-ChatRequest request_of(const std::string& body) {
+ChatRequest chat_request(const std::string& body) {
   api::RequestLimits limits;
   limits.max_tokens_limit = 100;
   return parse_chat_request(body, limits);
 }
 
 TEST(ChatContext, HoldsTheRequestAndTokensInTheClientsKeyOrder) {
-  const ChatRequest request = request_of(R"({"messages": [{"role": "user", "content": "Hi", "b": 1, "a": 2}],
+  const ChatRequest request = chat_request(R"({"messages": [{"role": "user", "content": "Hi", "b": 1, "a": 2}],
       "tools": [{"type": "function", "function": {"name": "f", "parameters": {"z": 1, "y": 2}}}],
       "chat_template_kwargs": {"enable_thinking": false}})");
   const OrderedJson context = chat_context(request, TemplateTokens{"<s>", "</s>"});
@@ -26,11 +26,11 @@ TEST(ChatContext, HoldsTheRequestAndTokensInTheClientsKeyOrder) {
 
 TEST(ChatContext, NoToolsMeansNoToolsVariable) {
   const OrderedJson context = chat_context(
-      request_of(R"({"messages": [{"role": "user", "content": "Hi"}], "add_generation_prompt": false})"), {});
+      chat_request(R"({"messages": [{"role": "user", "content": "Hi"}], "add_generation_prompt": false})"), {});
   EXPECT_FALSE(context.contains("tools"));
   EXPECT_EQ(context["add_generation_prompt"], false);
   EXPECT_EQ(context["bos_token"], "");
-  const OrderedJson none = chat_context(request_of(R"({"messages": [{"role": "user", "content": "Hi"}],
+  const OrderedJson none = chat_context(chat_request(R"({"messages": [{"role": "user", "content": "Hi"}],
       "tools": [{"type": "function", "function": {"name": "f"}}], "tool_choice": "none"})"), {});
   EXPECT_FALSE(none.contains("tools"));
 }

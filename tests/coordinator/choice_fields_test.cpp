@@ -23,12 +23,12 @@ RequestLimits limits() {
   return limits;
 }
 
-CompletionRequest parse(const std::string& body) { return parse_completion_request(body, limits()); }
+CompletionRequest choice_request(const std::string& body) { return parse_completion_request(body, limits()); }
 
 void expect_refused(const std::string& body, const std::string& param, const std::string& part) {
   SCOPED_TRACE(body);
   try {
-    parse(body);
+    choice_request(body);
     ADD_FAILURE() << "accepted";
   } catch (const ApiError& error) {
     EXPECT_EQ(error.status, 400);
@@ -38,25 +38,25 @@ void expect_refused(const std::string& body, const std::string& param, const std
 }
 
 TEST(ChoiceFields, APromptListIsABatchInOrderOfStringsAndTokenLists) {
-  const CompletionRequest request = parse(R"({"prompt": ["one", [5, 6], "three"]})");
+  const CompletionRequest request = choice_request(R"({"prompt": ["one", [5, 6], "three"]})");
   ASSERT_EQ(request.prompts.size(), 3u);
   EXPECT_EQ(std::get<std::string>(request.prompts[0]), "one");
   EXPECT_EQ(std::get<Ids>(request.prompts[1]), (Ids{5, 6}));
   EXPECT_EQ(std::get<std::string>(request.prompts[2]), "three");
   // A flat list of numbers is one prompt of token ids, not a batch.
-  EXPECT_EQ(parse(R"({"prompt": [7, 8, 9]})").prompts.size(), 1u);
-  EXPECT_EQ(parse(R"({"prompt": "x"})").prompts.size(), 1u);
+  EXPECT_EQ(choice_request(R"({"prompt": [7, 8, 9]})").prompts.size(), 1u);
+  EXPECT_EQ(choice_request(R"({"prompt": "x"})").prompts.size(), 1u);
 }
 
 TEST(ChoiceFields, NAndBestOfDefaultToOneAndAreRead) {
-  const CompletionRequest plain = parse(R"({"prompt": "x"})");
+  const CompletionRequest plain = choice_request(R"({"prompt": "x"})");
   EXPECT_EQ(plain.n, 1);
   EXPECT_FALSE(plain.best_of);
-  const CompletionRequest many = parse(R"({"prompt": "x", "n": 3, "best_of": 5})");
+  const CompletionRequest many = choice_request(R"({"prompt": "x", "n": 3, "best_of": 5})");
   EXPECT_EQ(many.n, 3);
   EXPECT_EQ(many.best_of, 5);
-  EXPECT_EQ(parse(R"({"prompt": "x", "n": 4, "stream": true})").n, 4);
-  EXPECT_EQ(parse(R"({"prompt": "x", "n": 2, "best_of": 2, "stream": true})").best_of, 2);
+  EXPECT_EQ(choice_request(R"({"prompt": "x", "n": 4, "stream": true})").n, 4);
+  EXPECT_EQ(choice_request(R"({"prompt": "x", "n": 2, "best_of": 2, "stream": true})").best_of, 2);
 }
 
 TEST(ChoiceFields, RefusesBadCountsNamingTheField) {

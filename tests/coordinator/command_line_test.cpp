@@ -15,8 +15,8 @@
 namespace tandem::cli {
 namespace {
 
-using testing::HasSubstr;
-using testing::StartsWith;
+using ::testing::HasSubstr;
+using ::testing::StartsWith;
 
 // A test program with one command, `run`, taking the flags below.
 struct Parsed {

@@ -16,19 +16,20 @@
 
 #include "common/error.h"
 #include "tests/coordinator/deployment_error.h"
+#include "tests/coordinator/target_only_yaml.h"
 
 namespace tandem {
 namespace {
 
 using test_support::error_of;
 
-using testing::EndsWith;
-using testing::StartsWith;
+using ::testing::EndsWith;
+using ::testing::StartsWith;
 
 const std::filesystem::path kSourceDir = TANDEM_SOURCE_DIR;
 
 // Lines 1-3 of most test documents: the one required key.
-const std::string kTarget = "models:\n  target:\n    path: m\n";
+using test_support::kTargetOnlyYaml;
 
 std::string read_text(const std::filesystem::path& file) {
   std::ifstream in(file);
@@ -115,7 +116,7 @@ TEST(DeploymentConfig, ExamplesParse) {
 }
 
 TEST(DeploymentConfig, DefaultsFillEverythingButTheTarget) {
-  const DeploymentConfig config = parse_deployment(kTarget, "deploy.yaml");
+  const DeploymentConfig config = parse_deployment(kTargetOnlyYaml, "deploy.yaml");
   EXPECT_EQ(config.server.host, "127.0.0.1");
   EXPECT_EQ(config.server.port, 8080);
   EXPECT_EQ(config.server.http_threads, 2);
@@ -165,7 +166,7 @@ TEST(DeploymentConfig, DefaultsFillEverythingButTheTarget) {
 }
 
 TEST(DeploymentConfig, EmptySectionsTakeTheirDefaults) {
-  const DeploymentConfig config = parse_deployment(kTarget + "server:\nsampling:\n", "deploy.yaml");
+  const DeploymentConfig config = parse_deployment(kTargetOnlyYaml + "server:\nsampling:\n", "deploy.yaml");
   EXPECT_EQ(config.server.port, 8080);
   EXPECT_EQ(config.sampling.max_tokens, 16);
 }
@@ -175,27 +176,27 @@ TEST(DeploymentConfig, SamplingCouplingTakesItsThreeWords) {
        {CouplingSetting::rejection, CouplingSetting::gumbel, CouplingSetting::automatic}) {
     const std::string word = coupling_setting_name(setting);
     const DeploymentConfig config =
-        parse_deployment(kTarget + "sampling:\n  coupling: " + word + "\n", "deploy.yaml");
+        parse_deployment(kTargetOnlyYaml + "sampling:\n  coupling: " + word + "\n", "deploy.yaml");
     EXPECT_EQ(config.sampling.coupling, setting) << word;
     EXPECT_NE(describe(config).find("coupling " + word + "\n"), std::string::npos) << describe(config);
   }
 }
 
 TEST(DeploymentConfig, GumbelCouplingRefusesLenienceNamingTheKeyAndLine) {
-  EXPECT_EQ(error_of(kTarget + "speculation:\n  lenience: 0.5\nsampling:\n  temperature: 1\n  coupling: gumbel\n"),
+  EXPECT_EQ(error_of(kTargetOnlyYaml + "speculation:\n  lenience: 0.5\nsampling:\n  temperature: 1\n  coupling: gumbel\n"),
             "deploy.yaml:8: sampling.coupling: gumbel cannot run with speculation.lenience below 1 (0.5): "
             "lenience loosens rejection sampling's test; use rejection or auto, or set lenience to 1");
   // auto and rejection run under lenience (auto resolves to rejection there).
   for (const std::string word : {"auto", "rejection"}) {
     const DeploymentConfig config = parse_deployment(
-        kTarget + "speculation:\n  lenience: 0.5\nsampling:\n  coupling: " + word + "\n", "deploy.yaml");
+        kTargetOnlyYaml + "speculation:\n  lenience: 0.5\nsampling:\n  coupling: " + word + "\n", "deploy.yaml");
     EXPECT_EQ(config.speculation.lenience, 0.5);
   }
 }
 
 TEST(DeploymentConfig, DraftModelMakesModelTheDefaultDrafter) {
   const DeploymentConfig config =
-      parse_deployment(kTarget + "    tokenizer: tok\n  draft:\n    path: d\n", "deploy.yaml");
+      parse_deployment(kTargetOnlyYaml + "    tokenizer: tok\n  draft:\n    path: d\n", "deploy.yaml");
   ASSERT_TRUE(config.draft.has_value());
   EXPECT_EQ(config.draft->path, "d");
   EXPECT_EQ(config.draft->tokenizer, "d");
@@ -205,7 +206,7 @@ TEST(DeploymentConfig, DraftModelMakesModelTheDefaultDrafter) {
 
 TEST(DeploymentConfig, ReadsGammaAsAutoOrAFixedLength) {
   const auto gamma_of = [](const std::string& value) {
-    return parse_deployment(kTarget + "speculation:\n  drafter: ngram\n  gamma: " + value + "\n",
+    return parse_deployment(kTargetOnlyYaml + "speculation:\n  drafter: ngram\n  gamma: " + value + "\n",
                             "x.yaml")
         .speculation;
   };
@@ -228,7 +229,7 @@ TEST(DeploymentConfig, DummyModelsNeedAShapeButNoPath) {
 
 TEST(DeploymentConfig, KeepsTheApiKeyVariableNameWithoutReadingIt) {
   const DeploymentConfig config = parse_deployment(
-      kTarget + "server:\n  api_key_env: TANDEM_UNSET_KEY_VAR_42\n", "deploy.yaml");
+      kTargetOnlyYaml + "server:\n  api_key_env: TANDEM_UNSET_KEY_VAR_42\n", "deploy.yaml");
   EXPECT_EQ(config.server.api_key_env, "TANDEM_UNSET_KEY_VAR_42");
 }
 
@@ -263,19 +264,19 @@ TEST(DeploymentConfig, DescribeGivesOneLinePerSection) {
 // --- errors, each with its exact location -----------------------------------
 
 TEST(DeploymentConfigErrors, OutOfRangeNamesFileLineAndKeyPath) {
-  EXPECT_EQ(error_of(kTarget + "server:\n  host: 0.0.0.0\n  port: 70000\n"),
+  EXPECT_EQ(error_of(kTargetOnlyYaml + "server:\n  host: 0.0.0.0\n  port: 70000\n"),
             "deploy.yaml:6: server.port: must be in [0, 65535], got 70000");
 }
 
 TEST(DeploymentConfigErrors, ConnectionLimitsAreRangeChecked) {
-  EXPECT_EQ(error_of(kTarget + "server:\n  max_connections: 0\n"),
+  EXPECT_EQ(error_of(kTargetOnlyYaml + "server:\n  max_connections: 0\n"),
             "deploy.yaml:5: server.max_connections: must be in [1, 1000000], got 0");
-  EXPECT_EQ(error_of(kTarget + "server:\n  port: 1\n  idle_timeout_seconds: 0\n"),
+  EXPECT_EQ(error_of(kTargetOnlyYaml + "server:\n  port: 1\n  idle_timeout_seconds: 0\n"),
             "deploy.yaml:6: server.idle_timeout_seconds: must be in [0.001, 86400], got 0");
-  EXPECT_EQ(error_of(kTarget + "server:\n  request_read_timeout_seconds: -1\n"),
+  EXPECT_EQ(error_of(kTargetOnlyYaml + "server:\n  request_read_timeout_seconds: -1\n"),
             "deploy.yaml:5: server.request_read_timeout_seconds: must be in [0.001, 86400], got -1");
   const DeploymentConfig config = parse_deployment(
-      kTarget + "server:\n  max_connections: 64\n  idle_timeout_seconds: 2.5\n"
+      kTargetOnlyYaml + "server:\n  max_connections: 64\n  idle_timeout_seconds: 2.5\n"
                 "  request_read_timeout_seconds: 5\n",
       "deploy.yaml");
   EXPECT_EQ(config.server.max_connections, 64);
@@ -284,26 +285,26 @@ TEST(DeploymentConfigErrors, ConnectionLimitsAreRangeChecked) {
 }
 
 TEST(DeploymentConfigErrors, UnknownKeyListsTheKnownOnesAndSuggestsOne) {
-  const std::string message = error_of(kTarget + "server:\n  prot: 80\n");
+  const std::string message = error_of(kTargetOnlyYaml + "server:\n  prot: 80\n");
   EXPECT_THAT(message,
               StartsWith("deploy.yaml:5: server.prot: unknown key (known keys: host, port, "
                          "http_threads, max_body_bytes,"))
       << message;
   EXPECT_THAT(message, EndsWith("; did you mean port?")) << message;
   EXPECT_EQ(
-      error_of("sever:\n  port: 80\n" + kTarget),
+      error_of("sever:\n  port: 80\n" + kTargetOnlyYaml),
       "deploy.yaml:1: sever: unknown key (known keys: server, models, placement, speculation, "
       "scheduler, sampling, limits); did you mean server?");
-  EXPECT_THAT(error_of(kTarget + "    weights: w\n"),
+  EXPECT_THAT(error_of(kTargetOnlyYaml + "    weights: w\n"),
               StartsWith("deploy.yaml:4: models.target.weights: unknown key"));
-  EXPECT_THAT(error_of(kTarget + "  verifier:\n    path: v\n"),
+  EXPECT_THAT(error_of(kTargetOnlyYaml + "  verifier:\n    path: v\n"),
               StartsWith("deploy.yaml:4: models.verifier: unknown key"));
 }
 
 TEST(DeploymentConfigErrors, WrongTypeQuotesWhatWasWritten) {
-  EXPECT_EQ(error_of(kTarget + "scheduler:\n  max_running_sessions: many\n"),
+  EXPECT_EQ(error_of(kTargetOnlyYaml + "scheduler:\n  max_running_sessions: many\n"),
             "deploy.yaml:5: scheduler.max_running_sessions: expected an integer, got \"many\"");
-  EXPECT_EQ(error_of(kTarget + "scheduler:\n  max_running_sessions: 1.5\n"),
+  EXPECT_EQ(error_of(kTargetOnlyYaml + "scheduler:\n  max_running_sessions: 1.5\n"),
             "deploy.yaml:5: scheduler.max_running_sessions: expected an integer, got \"1.5\"");
 }
 
@@ -317,7 +318,7 @@ TEST(DeploymentConfigErrors, MissingTargetSection) {
 TEST(DeploymentConfigErrors, MissingRequiredKeys) {
   EXPECT_THAT(error_of("models:\n  target:\n    tokenizer: t\n"),
               StartsWith("deploy.yaml:2: models.target.path: required key missing"));
-  EXPECT_THAT(error_of(kTarget + "  draft:\n"),
+  EXPECT_THAT(error_of(kTargetOnlyYaml + "  draft:\n"),
               StartsWith("deploy.yaml:4: models.draft.path: required key missing"));
   // The line is that of load_format, the key that makes shape required.
   EXPECT_THAT(error_of("models:\n  target:\n    path: p\n    load_format: dummy\n"),
@@ -326,13 +327,13 @@ TEST(DeploymentConfigErrors, MissingRequiredKeys) {
 
 TEST(DeploymentConfigErrors, SectionsMustBeMaps) {
   EXPECT_EQ(
-      error_of("server: 5\n" + kTarget),
+      error_of("server: 5\n" + kTargetOnlyYaml),
       "deploy.yaml:1: server: expected a map of keys (an indented block under server:), got \"5\"");
   EXPECT_THAT(error_of("models:\n  - target\n"),
               StartsWith("deploy.yaml:1: models: expected a map of keys"));
   EXPECT_THAT(error_of("models:\n  target: models/tiny/target\n"),
               StartsWith("deploy.yaml:2: models.target: expected a map of keys"));
-  EXPECT_THAT(error_of(kTarget + "limits: [1, 2]\n"), EndsWith("got a list"));
+  EXPECT_THAT(error_of(kTargetOnlyYaml + "limits: [1, 2]\n"), EndsWith("got a list"));
 }
 
 TEST(DeploymentConfigErrors, TheDocumentMustBeOneMap) {
@@ -341,7 +342,7 @@ TEST(DeploymentConfigErrors, TheDocumentMustBeOneMap) {
   EXPECT_THAT(error_of("- server\n- models\n"),
               StartsWith("deploy.yaml:1: the top level must be a map"));
   EXPECT_THAT(error_of("just words\n"), StartsWith("deploy.yaml:1: the top level must be a map"));
-  EXPECT_THAT(error_of(kTarget + "---\n" + kTarget),
+  EXPECT_THAT(error_of(kTargetOnlyYaml + "---\n" + kTargetOnlyYaml),
               StartsWith("deploy.yaml:4: a deployment file holds one YAML document"));
 }
 
@@ -350,91 +351,91 @@ TEST(DeploymentConfigErrors, TheDocumentMustBeOneMap) {
 // tests/fuzz/deployment_config_fuzzer).
 TEST(DeploymentConfigErrors, TextTheParserCannotReadPastIsASyntaxError) {
   EXPECT_THAT(error_of(",|"), StartsWith("deploy.yaml:1: YAML syntax error"));
-  EXPECT_THAT(error_of(kTarget + ",|"), StartsWith("deploy.yaml:"));
+  EXPECT_THAT(error_of(kTargetOnlyYaml + ",|"), StartsWith("deploy.yaml:"));
 }
 
 TEST(DeploymentConfigErrors, SyntaxErrorsKeepTheirLine) {
-  EXPECT_THAT(error_of(kTarget + "server:\n\tport: 80\n"),
+  EXPECT_THAT(error_of(kTargetOnlyYaml + "server:\n\tport: 80\n"),
               StartsWith("deploy.yaml:5: YAML syntax error"));
-  EXPECT_THAT(error_of(kTarget + "server:\n  port: 80\n   host: x\n"),
+  EXPECT_THAT(error_of(kTargetOnlyYaml + "server:\n  port: 80\n   host: x\n"),
               StartsWith("deploy.yaml:6: YAML syntax error"));
   // yaml-cpp 0.7 lets a quote left open swallow the rest of the file into one value.
   EXPECT_EQ(error_of("models:\n  target:\n    path: \"models/tiny\nserver:\n  port: 1\n"),
             "deploy.yaml:3: models.target.path: the quoted value does not end on its line "
             "(is a closing quote missing?)");
-  EXPECT_EQ(error_of(kTarget + "server:\n  host: 'it''s\n"),
+  EXPECT_EQ(error_of(kTargetOnlyYaml + "server:\n  host: 'it''s\n"),
             "deploy.yaml:5: server.host: the quoted value does not end on its line "
             "(is a closing quote missing?)");
   // Quotes that do close, with escaped quotes inside, are fine.
   const DeploymentConfig quoted = parse_deployment(
-      kTarget + "server:\n  host: 'it''s'\n  served_model_name: \"a \\\"b\\\"\"  # c\n",
+      kTargetOnlyYaml + "server:\n  host: 'it''s'\n  served_model_name: \"a \\\"b\\\"\"  # c\n",
       "deploy.yaml");
   EXPECT_EQ(quoted.server.host, "it's");
   EXPECT_EQ(quoted.server.served_model_name, "a \"b\"");
-  EXPECT_EQ(error_of(kTarget + "server:\n  host: |\n    two\n    lines\n"),
+  EXPECT_EQ(error_of(kTargetOnlyYaml + "server:\n  host: |\n    two\n    lines\n"),
             "deploy.yaml:5: server.host: must be one line without control characters");
 }
 
 TEST(DeploymentConfigErrors, DuplicateKeysNameTheFirstLine) {
-  EXPECT_EQ(error_of(kTarget + "server:\n  port: 80\n  host: h\n  port: 81\n"),
+  EXPECT_EQ(error_of(kTargetOnlyYaml + "server:\n  port: 80\n  host: h\n  port: 81\n"),
             "deploy.yaml:7: server.port: duplicate key (first given on line 5)");
-  EXPECT_EQ(error_of(kTarget + "models:\n  draft:\n    path: d\n"),
+  EXPECT_EQ(error_of(kTargetOnlyYaml + "models:\n  draft:\n    path: d\n"),
             "deploy.yaml:4: models: duplicate key (first given on line 1)");
 }
 
 TEST(DeploymentConfigErrors, CrossFieldChecksNameTheKey) {
   EXPECT_THAT(
-      error_of(kTarget + "speculation:\n  drafter: model\n"),
+      error_of(kTargetOnlyYaml + "speculation:\n  drafter: model\n"),
       StartsWith(
           "deploy.yaml:5: speculation.drafter: is model, but models.draft is not configured"));
-  EXPECT_EQ(error_of(kTarget + "speculation:\n  drafter: ngram\n  ngram_min: 5\n  ngram_max: 3\n"),
+  EXPECT_EQ(error_of(kTargetOnlyYaml + "speculation:\n  drafter: ngram\n  ngram_min: 5\n  ngram_max: 3\n"),
             "deploy.yaml:6: speculation.ngram_min: must be <= speculation.ngram_max (3), got 5");
-  EXPECT_EQ(error_of(kTarget + "speculation:\n  ngram_min: 6\n"),
+  EXPECT_EQ(error_of(kTargetOnlyYaml + "speculation:\n  ngram_min: 6\n"),
             "deploy.yaml:5: speculation.ngram_min: must be <= speculation.ngram_max (4), got 6");
-  EXPECT_EQ(error_of(kTarget + "speculation:\n  gamma: 3\n"),
+  EXPECT_EQ(error_of(kTargetOnlyYaml + "speculation:\n  gamma: 3\n"),
             "deploy.yaml:5: speculation.gamma: must be 0 or auto when speculation.drafter is none, "
             "got 3");
   EXPECT_EQ(
-      error_of(kTarget + "sampling:\n  max_tokens: 100\nlimits:\n  max_tokens: 50\n"),
+      error_of(kTargetOnlyYaml + "sampling:\n  max_tokens: 100\nlimits:\n  max_tokens: 50\n"),
       "deploy.yaml:5: sampling.max_tokens: the default (100) must be <= limits.max_tokens (50)");
-  EXPECT_THAT(error_of(kTarget + "    shape: s.json\n"),
+  EXPECT_THAT(error_of(kTargetOnlyYaml + "    shape: s.json\n"),
               StartsWith("deploy.yaml:4: models.target.shape: only used with load_format: dummy"));
 }
 
 TEST(DeploymentConfig, CudaBackendStoresBf16WeightsUnlessToldOtherwise) {
   if (!cuda_backend_built()) {
     // A build without nvcc names the key and says why it cannot serve it.
-    const std::string message = error_of(kTarget + "placement:\n  backend: cuda\n");
+    const std::string message = error_of(kTargetOnlyYaml + "placement:\n  backend: cuda\n");
     EXPECT_THAT(message, StartsWith("deploy.yaml:5: placement.backend: ")) << message;
     EXPECT_NE(message.find("no CUDA backend"), std::string::npos) << message;
     return;
   }
-  const auto gpu = parse_deployment(kTarget + "placement:\n  backend: cuda\n", "deploy.yaml");
+  const auto gpu = parse_deployment(kTargetOnlyYaml + "placement:\n  backend: cuda\n", "deploy.yaml");
   EXPECT_EQ(gpu.placement.backend, BackendKind::cuda);
   EXPECT_EQ(gpu.placement.weight_dtype, Dtype::bf16);
   const auto half = parse_deployment(
-      kTarget + "placement:\n  backend: cuda\n  weight_dtype: fp16\n", "deploy.yaml");
+      kTargetOnlyYaml + "placement:\n  backend: cuda\n  weight_dtype: fp16\n", "deploy.yaml");
   EXPECT_EQ(half.placement.weight_dtype, Dtype::f16);
-  const auto cpu = parse_deployment(kTarget, "deploy.yaml");
+  const auto cpu = parse_deployment(kTargetOnlyYaml, "deploy.yaml");
   EXPECT_EQ(cpu.placement.weight_dtype, Dtype::f32);
   EXPECT_TRUE(gpu.placement.cuda_graphs);
   const auto op_by_op = parse_deployment(
-      kTarget + "placement:\n  backend: cuda\n  cuda_graphs: false\n", "deploy.yaml");
+      kTargetOnlyYaml + "placement:\n  backend: cuda\n  cuda_graphs: false\n", "deploy.yaml");
   EXPECT_FALSE(op_by_op.placement.cuda_graphs);
   EXPECT_FALSE(gpu.placement.batch_invariant);
   const auto invariant = parse_deployment(
-      kTarget + "placement:\n  backend: cuda\n  batch_invariant: true\n", "deploy.yaml");
+      kTargetOnlyYaml + "placement:\n  backend: cuda\n  batch_invariant: true\n", "deploy.yaml");
   EXPECT_TRUE(invariant.placement.batch_invariant);
 }
 
 TEST(DeploymentConfig, CpuBackendStoresNarrowWeightsWhenAsked) {
-  const auto bf16 = parse_deployment(kTarget + "placement:\n  weight_dtype: bf16\n", "deploy.yaml");
+  const auto bf16 = parse_deployment(kTargetOnlyYaml + "placement:\n  weight_dtype: bf16\n", "deploy.yaml");
   EXPECT_EQ(bf16.placement.backend, BackendKind::cpu);
   EXPECT_EQ(bf16.placement.weight_dtype, Dtype::bf16);
   const auto half = parse_deployment(
-      kTarget + "placement:\n  backend: cpu\n  weight_dtype: fp16\n", "deploy.yaml");
+      kTargetOnlyYaml + "placement:\n  backend: cpu\n  weight_dtype: fp16\n", "deploy.yaml");
   EXPECT_EQ(half.placement.weight_dtype, Dtype::f16);
-  EXPECT_EQ(error_of(kTarget + "placement:\n  weight_dtype: int8\n"),
+  EXPECT_EQ(error_of(kTargetOnlyYaml + "placement:\n  weight_dtype: int8\n"),
             "deploy.yaml:5: placement.weight_dtype: must be bf16, fp16 or fp32, got \"int8\"");
 }
 
@@ -460,7 +461,7 @@ TEST(DeploymentConfigErrors, LoadNamesThePath) {
   }
   const std::filesystem::path file =
       std::filesystem::temp_directory_path() / "tandem_bad_deploy_test.yaml";
-  std::ofstream(file) << kTarget << "server:\n  port: -1\n";
+  std::ofstream(file) << kTargetOnlyYaml << "server:\n  port: -1\n";
   try {
     load_deployment(file);
     ADD_FAILURE() << "a bad port must not load";

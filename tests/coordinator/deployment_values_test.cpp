@@ -11,6 +11,7 @@
 
 #include "coordinator/config/deployment_config.h"
 #include "tests/coordinator/deployment_error.h"
+#include "tests/coordinator/target_only_yaml.h"
 
 namespace tandem {
 namespace {
@@ -18,7 +19,7 @@ namespace {
 using test_support::error_of;
 
 // Lines 1-3 of every test document: the one required key.
-const std::string kTarget = "models:\n  target:\n    path: m\n";
+using test_support::kTargetOnlyYaml;
 
 // --- one bad value at a time --------------------------------------------------
 
@@ -32,8 +33,8 @@ struct BadValue {
 // The document for one case and the line its bad key lands on.
 std::pair<std::string, int> document_with(const BadValue& bad) {
   if (bad.section == "models.target")
-    return {kTarget + "    " + bad.key + ": " + bad.value + "\n", 4};
-  return {kTarget + bad.section + ":\n  " + bad.key + ": " + bad.value + "\n", 5};
+    return {kTargetOnlyYaml + "    " + bad.key + ": " + bad.value + "\n", 4};
+  return {kTargetOnlyYaml + bad.section + ":\n  " + bad.key + ": " + bad.value + "\n", 5};
 }
 
 TEST(DeploymentConfigErrors, RejectsEachBadValueWithItsKeyAndLine) {
@@ -203,7 +204,7 @@ TEST(DeploymentConfig, AcceptsTheEndsOfEachRange) {
        [](const auto& c) { return c.limits.max_stop_sequences; }, 64},
   };
   for (const Good& good : cases) {
-    const std::string yaml = kTarget + good.section + ":\n  " + good.key + ": " + good.value + "\n";
+    const std::string yaml = kTargetOnlyYaml + good.section + ":\n  " + good.key + ": " + good.value + "\n";
     EXPECT_EQ(good.read(parse_deployment(yaml, "deploy.yaml")), good.expected) << yaml;
   }
 }

@@ -12,14 +12,14 @@
 
 #include "coordinator/engine_loop/engine_loop.h"
 #include "kernels/backend.h"
+#include "tests/support/tiny_models.h"
 #include "workers/llama_weights.h"
 #include "workers/model_config.h"
 
 namespace tandem {
 namespace {
 
-const std::filesystem::path kTarget =
-    std::filesystem::path(TANDEM_SOURCE_DIR) / "models" / "tiny" / "target";
+using test_support::kTinyTarget;
 
 struct Output {
   std::string text;
@@ -27,7 +27,7 @@ struct Output {
   CompletionEnd end;
 };
 
-class EngineLoopLogprobs : public testing::Test {
+class EngineLoopLogprobs : public ::testing::Test {
  protected:
   Output run(int logprobs, std::vector<std::string> stop_strings = {}) {
     CompletionJob job;
@@ -62,14 +62,14 @@ class EngineLoopLogprobs : public testing::Test {
   void SetUp() override { loop.start(); }
 
   std::unique_ptr<Backend> backend = make_cpu_backend();
-  ModelConfig config = load_model_config(kTarget);
-  LlamaModel model{config, load_llama_weights(kTarget, config, *backend), *backend};
+  ModelConfig config = load_model_config(kTinyTarget);
+  LlamaModel model{config, load_llama_weights(kTinyTarget, config, *backend), *backend};
   PagedKvCache cache{config, 64, 16, *backend};
   NoDrafter none;
   SpeculativeEngine engine{model, cache, std::vector<Drafter*>{&none}};
   metrics::ServerMetrics metrics;
   std::ostringstream log;
-  EngineLoop loop{engine, cache, nullptr, Tokenizer::load(kTarget), metrics,
+  EngineLoop loop{engine, cache, nullptr, Tokenizer::load(kTinyTarget), metrics,
                   EngineLoopOptions{.max_queued = 8, .on_lost = {}, .log = &log, .drafters = {}}};
 };
 

@@ -19,14 +19,14 @@
 
 #include "common/error.h"
 #include "tests/support/forwarding_backend.h"
+#include "tests/support/tiny_models.h"
 #include "workers/llama_weights.h"
 #include "workers/model_config.h"
 
 namespace tandem {
 namespace {
 
-const std::filesystem::path kTarget =
-    std::filesystem::path(TANDEM_SOURCE_DIR) / "models" / "tiny" / "target";
+using test_support::kTinyTarget;
 
 // A backend whose matmuls throw while `broken` is set: a failure of the
 // step itself, nobody's request's.
@@ -50,7 +50,7 @@ class BreakableBackend final : public test_support::ForwardingBackend {
   }
 };
 
-class EngineLoopFailures : public testing::Test {
+class EngineLoopFailures : public ::testing::Test {
  protected:
   CompletionJob job(std::vector<int32_t> prompt, SamplingParams sampling) {
     CompletionJob job;
@@ -96,14 +96,14 @@ class EngineLoopFailures : public testing::Test {
 
   std::unique_ptr<Backend> cpu = make_cpu_backend();
   BreakableBackend backend{*cpu};
-  ModelConfig config = load_model_config(kTarget);
-  LlamaModel model{config, load_llama_weights(kTarget, config, backend), backend};
+  ModelConfig config = load_model_config(kTinyTarget);
+  LlamaModel model{config, load_llama_weights(kTinyTarget, config, backend), backend};
   PagedKvCache cache{config, 64, 16, backend};
   NoDrafter none;
   SpeculativeEngine engine{model, cache, std::vector<Drafter*>{&none}};
   metrics::ServerMetrics metrics;
   std::ostringstream log;
-  EngineLoop loop{engine, cache, nullptr, Tokenizer::load(kTarget), metrics,
+  EngineLoop loop{engine, cache, nullptr, Tokenizer::load(kTinyTarget), metrics,
                   EngineLoopOptions{.max_queued = 64, .on_lost = {}, .log = &log, .drafters = {}}};
   bool started = false;
   const SamplingParams greedy{.temperature = 0.0f};

@@ -1,6 +1,7 @@
 // JobText on the tiny model's byte-level tokenizer, with hand-built
 // TokenLogprob vectors standing in for the engine's.
 #include "coordinator/engine_loop/job_text.h"
+#include "tests/support/tiny_models.h"
 
 #include <gtest/gtest.h>
 
@@ -10,11 +11,10 @@
 namespace tandem {
 namespace {
 
-const std::filesystem::path kTarget =
-    std::filesystem::path(TANDEM_SOURCE_DIR) / "models" / "tiny" / "target";
+using test_support::kTinyTarget;
 
 const Tokenizer& tokenizer() {
-  static const Tokenizer loaded = Tokenizer::load(kTarget);
+  static const Tokenizer loaded = Tokenizer::load(kTinyTarget);
   return loaded;
 }
 

@@ -395,7 +395,7 @@ TEST(ServerMetrics, ReportsEveryMetricUnderItsName) {
 // Runs `promtool check metrics` on exposition; returns its exit status and
 // everything it printed.
 std::pair<int, std::string> promtool_check(const std::string& exposition) {
-  const std::filesystem::path file = std::filesystem::path(testing::TempDir()) /
+  const std::filesystem::path file = std::filesystem::path(::testing::TempDir()) /
                                      ("tandem_metrics_" + std::to_string(::getpid()) + ".txt");
   std::ofstream(file) << exposition;
   const std::string command = "promtool check metrics < '" + file.string() + "' 2>&1";

@@ -11,6 +11,7 @@
 #include "coordinator/config/deployment_config.h"
 #include "coordinator/deployment/prefix_cache_apply.h"
 #include "tests/coordinator/deployment_error.h"
+#include "tests/coordinator/target_only_yaml.h"
 #include "workers/kv_cache.h"
 
 namespace tandem {
@@ -19,15 +20,15 @@ namespace {
 using test_support::error_of;
 
 // Lines 1-3; scheduler: is line 4, its first key line 5.
-const std::string kTarget = "models:\n  target:\n    path: m\n";
+using test_support::kTargetOnlyYaml;
 
 PrefixCacheSetting setting_of(const std::string& scheduler_lines) {
-  return parse_deployment(kTarget + "scheduler:\n" + scheduler_lines, "deploy.yaml")
+  return parse_deployment(kTargetOnlyYaml + "scheduler:\n" + scheduler_lines, "deploy.yaml")
       .scheduler.prefix_cache;
 }
 
 TEST(PrefixCacheConfig, IsOnForTheWholePoolByDefault) {
-  const PrefixCacheSetting setting = parse_deployment(kTarget, "deploy.yaml").scheduler.prefix_cache;
+  const PrefixCacheSetting setting = parse_deployment(kTargetOnlyYaml, "deploy.yaml").scheduler.prefix_cache;
   EXPECT_TRUE(setting.enabled);
   EXPECT_EQ(setting.max_evictable, -1);
   EXPECT_EQ(setting.pool_fraction, 0);
@@ -51,29 +52,29 @@ TEST(PrefixCacheConfig, ReadsEachForm) {
 }
 
 TEST(PrefixCacheConfig, RefusesBadValuesNamingKeyAndLine) {
-  EXPECT_EQ(error_of(kTarget + "scheduler:\n  prefix_caching: yes\n"),
+  EXPECT_EQ(error_of(kTargetOnlyYaml + "scheduler:\n  prefix_caching: yes\n"),
             "deploy.yaml:5: scheduler.prefix_caching: must be one of true, false, got \"yes\"");
-  EXPECT_EQ(error_of(kTarget + "scheduler:\n  prefix_cache_blocks: -1\n"),
+  EXPECT_EQ(error_of(kTargetOnlyYaml + "scheduler:\n  prefix_cache_blocks: -1\n"),
             "deploy.yaml:5: scheduler.prefix_cache_blocks: must be >= 0, got -1");
-  EXPECT_EQ(error_of(kTarget + "scheduler:\n  prefix_cache_blocks: 0.5\n"),
+  EXPECT_EQ(error_of(kTargetOnlyYaml + "scheduler:\n  prefix_cache_blocks: 0.5\n"),
             "deploy.yaml:5: scheduler.prefix_cache_blocks: expected an integer, got \"0.5\"");
-  EXPECT_EQ(error_of(kTarget + "scheduler:\n  prefix_cache_fraction: 0\n"),
+  EXPECT_EQ(error_of(kTargetOnlyYaml + "scheduler:\n  prefix_cache_fraction: 0\n"),
             "deploy.yaml:5: scheduler.prefix_cache_fraction: must be in (0, 1], got 0");
-  EXPECT_EQ(error_of(kTarget + "scheduler:\n  prefix_cache_fraction: 1.5\n"),
+  EXPECT_EQ(error_of(kTargetOnlyYaml + "scheduler:\n  prefix_cache_fraction: 1.5\n"),
             "deploy.yaml:5: scheduler.prefix_cache_fraction: must be in (0, 1], got 1.5");
-  EXPECT_EQ(error_of(kTarget + "scheduler:\n  prefix_cache_fraction: half\n"),
+  EXPECT_EQ(error_of(kTargetOnlyYaml + "scheduler:\n  prefix_cache_fraction: half\n"),
             "deploy.yaml:5: scheduler.prefix_cache_fraction: expected a number, got \"half\"");
 }
 
 TEST(PrefixCacheConfig, RefusesBothCapsTogether) {
-  EXPECT_EQ(error_of(kTarget +
+  EXPECT_EQ(error_of(kTargetOnlyYaml +
                      "scheduler:\n  prefix_cache_blocks: 10\n  prefix_cache_fraction: 0.5\n"),
             "deploy.yaml:6: scheduler.prefix_cache_fraction: give prefix_cache_blocks or "
             "prefix_cache_fraction, not both");
 }
 
 TEST(PrefixCacheConfig, RefusesACapWithCachingOff) {
-  EXPECT_EQ(error_of(kTarget + "scheduler:\n  prefix_caching: false\n  prefix_cache_blocks: 10\n"),
+  EXPECT_EQ(error_of(kTargetOnlyYaml + "scheduler:\n  prefix_caching: false\n  prefix_cache_blocks: 10\n"),
             "deploy.yaml:6: scheduler.prefix_cache_blocks: only used with prefix_caching: true; "
             "remove it or turn caching on");
 }

@@ -12,7 +12,7 @@
 namespace tandem::api {
 namespace {
 
-RequestLimits limits() {
+RequestLimits processing_limits() {
   RequestLimits l;
   l.max_tokens_limit = 512;
   l.served_model_name = "tandem-tiny";
@@ -21,12 +21,12 @@ RequestLimits limits() {
 }
 
 CompletionRequest completion(const std::string& fields) {
-  return parse_completion_request(R"({"prompt": "Hi", )" + fields + "}", limits());
+  return parse_completion_request(R"({"prompt": "Hi", )" + fields + "}", processing_limits());
 }
 
 CompletionRequest chat(const std::string& fields) {
   return chat::parse_chat_request(R"({"messages": [{"role": "user", "content": "Hi"}], )" + fields + "}",
-                            limits())
+                            processing_limits())
       .sampling;
 }
 

@@ -18,11 +18,11 @@
 namespace tandem {
 namespace {
 
-using testing::StartsWith;
+using ::testing::StartsWith;
 
 namespace fs = std::filesystem;
-const fs::path kSourceDir = TANDEM_SOURCE_DIR;
-const std::string kTiny = (kSourceDir / "models/tiny").string();
+const fs::path kSourceTree = TANDEM_SOURCE_DIR;
+const std::string kTiny = (kSourceTree / "models/tiny").string();
 
 // Lines 1-3: a target that exists (the tiny checkpoint, by absolute path).
 std::string target() { return "models:\n  target:\n    path: " + kTiny + "/target\n"; }
@@ -100,7 +100,7 @@ TEST(ServeChecks, TheTokenizerDirectoryMustHoldTokenizerJson) {
 }
 
 TEST(ServeChecks, DummyWeightsNeedOnlyTheirShape) {
-  const std::string shapes = (kSourceDir / "configs/shapes").string();
+  const std::string shapes = (kSourceTree / "configs/shapes").string();
   EXPECT_EQ(serve_error_of("models:\n  target:\n    load_format: dummy\n    shape: " + shapes +
                            "/bench-24m.json\n"),
             "");

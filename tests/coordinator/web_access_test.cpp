@@ -7,6 +7,7 @@
 
 #include "coordinator/config/deployment_config.h"
 #include "tests/coordinator/deployment_error.h"
+#include "tests/coordinator/target_only_yaml.h"
 
 namespace tandem::web {
 namespace {
@@ -102,15 +103,15 @@ TEST(WebAccess, OriginsNormalizeAndCompareWithTheHost) {
   EXPECT_TRUE(origin_listed("null", {"*"}));
 }
 
-const std::string kTarget = "models:\n  target:\n    path: m\n";
+using test_support::kTargetOnlyYaml;
 
 TEST(WebAccess, TheLoaderReadsBothKeysInTheGatesForm) {
-  const DeploymentConfig defaults = parse_deployment(kTarget, "deploy.yaml");
+  const DeploymentConfig defaults = parse_deployment(kTargetOnlyYaml, "deploy.yaml");
   EXPECT_EQ(defaults.server.allowed_hosts, std::nullopt);
   EXPECT_TRUE(defaults.server.cors_origins.empty());
   const DeploymentConfig config = parse_deployment(
       "server:\n  allowed_hosts: [Tandem.Example, \"::1\", \"*\"]\n"
-      "  cors_origins:\n    - HTTP://LocalHost:3000\n    - https://ui.example:443\n" + kTarget,
+      "  cors_origins:\n    - HTTP://LocalHost:3000\n    - https://ui.example:443\n" + kTargetOnlyYaml,
       "deploy.yaml");
   EXPECT_EQ(config.server.allowed_hosts, (std::vector<std::string>{"tandem.example", "[::1]", "*"}));
   EXPECT_EQ(config.server.cors_origins,
@@ -118,17 +119,17 @@ TEST(WebAccess, TheLoaderReadsBothKeysInTheGatesForm) {
 }
 
 TEST(WebAccess, TheLoaderNamesTheKeyTheLineAndTheEntry) {
-  EXPECT_EQ(error_of("server:\n  allowed_hosts: [a.example, \"b.example:8080\"]\n" + kTarget),
+  EXPECT_EQ(error_of("server:\n  allowed_hosts: [a.example, \"b.example:8080\"]\n" + kTargetOnlyYaml),
             "deploy.yaml:2: server.allowed_hosts: allowed_hosts[1]: write \"b.example\" without a port: "
             "the port is not compared, got \"b.example:8080\"");
-  EXPECT_NE(error_of("server:\n  allowed_hosts: []\n" + kTarget).find("deploy.yaml:2: server.allowed_hosts: must list"),
+  EXPECT_NE(error_of("server:\n  allowed_hosts: []\n" + kTargetOnlyYaml).find("deploy.yaml:2: server.allowed_hosts: must list"),
             std::string::npos);
-  EXPECT_NE(error_of("server:\n  allowed_hosts: localhost\n" + kTarget).find("expected a list"),
+  EXPECT_NE(error_of("server:\n  allowed_hosts: localhost\n" + kTargetOnlyYaml).find("expected a list"),
             std::string::npos);
-  EXPECT_NE(error_of("server:\n  cors_origins: [\"http://ui.example/app\"]\n" + kTarget)
+  EXPECT_NE(error_of("server:\n  cors_origins: [\"http://ui.example/app\"]\n" + kTargetOnlyYaml)
                 .find("deploy.yaml:2: server.cors_origins: cors_origins[0]: expected an origin"),
             std::string::npos);
-  EXPECT_NE(error_of("server:\n  cors_origins: [localhost:3000]\n" + kTarget).find("scheme://host[:port]"),
+  EXPECT_NE(error_of("server:\n  cors_origins: [localhost:3000]\n" + kTargetOnlyYaml).find("scheme://host[:port]"),
             std::string::npos);
 }
 

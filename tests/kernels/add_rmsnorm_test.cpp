@@ -7,26 +7,19 @@
 #include <vector>
 
 #include "kernels/cpu/ops.h"
+#include "tests/support/test_inputs.h"
 
 namespace tandem {
 namespace {
-
-std::vector<float> random_vector(size_t n, uint32_t seed, float scale) {
-  std::mt19937 rng(seed);
-  std::normal_distribution<float> normal(0.0f, scale);
-  std::vector<float> v(n);
-  for (float& x : v) x = normal(rng);
-  return v;
-}
 
 class AddRmsnorm : public ::testing::TestWithParam<int> {};
 
 TEST_P(AddRmsnorm, EqualsAddThenRmsnormBitForBit) {
   const int T = 5, C = GetParam();
   const float eps = 1e-5f;
-  const auto x = random_vector(static_cast<size_t>(T) * C, 1, 3.0f);
-  const auto y = random_vector(x.size(), 2, 0.5f);
-  const auto weight = random_vector(static_cast<size_t>(C), 3, 1.0f);
+  const auto x = test_support::random_normal(static_cast<size_t>(T) * C, 1, 3.0f);
+  const auto y = test_support::random_normal(x.size(), 2, 0.5f);
+  const auto weight = test_support::random_normal(static_cast<size_t>(C), 3, 1.0f);
 
   auto unfused_x = x;
   std::vector<float> unfused_out(x.size());

@@ -60,11 +60,11 @@ std::vector<float> weights(size_t n, uint32_t seed) {
   return w;
 }
 
-struct Shape {
+struct Bf16Shape {
   int T, Kin, N;
 };
 
-class NarrowMatmul : public ::testing::TestWithParam<std::tuple<Dtype, Shape>> {};
+class NarrowMatmul : public ::testing::TestWithParam<std::tuple<Dtype, Bf16Shape>> {};
 
 TEST_P(NarrowMatmul, EqualsTheF32KernelOnWidenedWeightsBitForBit) {
   const auto& [dtype, shape] = GetParam();
@@ -93,12 +93,12 @@ TEST_P(NarrowMatmul, EqualsTheF32KernelOnWidenedWeightsBitForBit) {
 INSTANTIATE_TEST_SUITE_P(
     Shapes, NarrowMatmul,
     ::testing::Combine(::testing::Values(Dtype::bf16, Dtype::f16),
-                       ::testing::Values(Shape{1, 64, 8}, Shape{1, 37, 7}, Shape{3, 16, 5},
-                                         Shape{7, 100, 13}, Shape{13, 256, 66},
-                                         Shape{64, 512, 129}, Shape{130, 48, 9},
-                                         Shape{1, 512, 1376}, Shape{6, 1376, 512})),
+                       ::testing::Values(Bf16Shape{1, 64, 8}, Bf16Shape{1, 37, 7}, Bf16Shape{3, 16, 5},
+                                         Bf16Shape{7, 100, 13}, Bf16Shape{13, 256, 66},
+                                         Bf16Shape{64, 512, 129}, Bf16Shape{130, 48, 9},
+                                         Bf16Shape{1, 512, 1376}, Bf16Shape{6, 1376, 512})),
     [](const auto& param) {
-      const Shape s = std::get<1>(param.param);
+      const Bf16Shape s = std::get<1>(param.param);
       return std::string(std::get<0>(param.param) == Dtype::bf16 ? "bf16" : "f16") + "_T" +
              std::to_string(s.T) + "_K" + std::to_string(s.Kin) + "_N" + std::to_string(s.N);
     });

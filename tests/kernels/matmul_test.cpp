@@ -11,17 +11,10 @@
 #include <vector>
 
 #include "kernels/cpu/ops.h"
+#include "tests/support/test_inputs.h"
 
 namespace tandem {
 namespace {
-
-std::vector<float> random_vector(size_t n, uint32_t seed) {
-  std::mt19937 rng(seed);
-  std::normal_distribution<float> normal;
-  std::vector<float> v(n);
-  for (float& x : v) x = normal(rng);
-  return v;
-}
 
 // Rows [0, rows) of x times w, each row in a call of its own (the
 // one-row path): what every batch must reproduce bit for bit.
@@ -42,9 +35,9 @@ class MatmulShapes : public ::testing::TestWithParam<Shape> {};
 
 TEST_P(MatmulShapes, MatchesSgemmAndFloat64) {
   const auto [T, Kin, N] = GetParam();
-  const auto x = random_vector(static_cast<size_t>(T) * Kin, 1);
-  const auto w = random_vector(static_cast<size_t>(N) * Kin, 2);
-  const auto bias = random_vector(static_cast<size_t>(N), 3);
+  const auto x = test_support::random_normal(static_cast<size_t>(T) * Kin, 1);
+  const auto w = test_support::random_normal(static_cast<size_t>(N) * Kin, 2);
+  const auto bias = test_support::random_normal(static_cast<size_t>(N), 3);
   std::vector<float> ours(static_cast<size_t>(T) * N), blas(ours.size());
   cpu::matmul(x.data(), w.data(), bias.data(), T, Kin, N, ours.data());
   cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, T, N, Kin, 1.0f, x.data(), Kin, w.data(),
@@ -74,8 +67,8 @@ INSTANTIATE_TEST_SUITE_P(Shapes, MatmulShapes,
 
 TEST(Matmul, EveryRowIsIndependentOfItsBatch) {
   const int Kin = 200, N = 37, max_T = 25;  // Kin leaves a tail; N a partial block
-  const auto x = random_vector(static_cast<size_t>(max_T) * Kin, 4);
-  const auto w = random_vector(static_cast<size_t>(N) * Kin, 5);
+  const auto x = test_support::random_normal(static_cast<size_t>(max_T) * Kin, 4);
+  const auto w = test_support::random_normal(static_cast<size_t>(N) * Kin, 5);
   const std::vector<float> alone = each_row_alone(x, w, max_T, Kin, N);
   for (int T = 1; T <= max_T; ++T) {
     // Rows offset..offset+T-1 in one call must equal each row computed alone.
@@ -100,8 +93,8 @@ TEST(Matmul, EveryRowIsIndependentOfItsBatch) {
 TEST(Matmul, EveryPathAndTileGivesTheBitsOfTheRowAlone) {
   const int max_T = 70;
   for (const auto& [Kin, N] : {std::pair{531, 37}, std::pair{2000, 13}, std::pair{17, 5}}) {
-    const auto x = random_vector(static_cast<size_t>(max_T) * Kin, 7);
-    const auto w = random_vector(static_cast<size_t>(N) * Kin, 8);
+    const auto x = test_support::random_normal(static_cast<size_t>(max_T) * Kin, 7);
+    const auto w = test_support::random_normal(static_cast<size_t>(N) * Kin, 8);
     const std::vector<float> alone = each_row_alone(x, w, max_T, Kin, N);
     int mismatches = 0;
     for (int T = 1; T <= max_T; ++T) {
@@ -123,8 +116,8 @@ TEST(Matmul, EveryPathAndTileGivesTheBitsOfTheRowAlone) {
 // panels) are two passes, one of them partial.
 TEST(Matmul, SeveralPassesOverXGiveTheBitsOfTheRowAlone) {
   const int Kin = 20000, N = 7, max_T = 70;
-  const auto x = random_vector(static_cast<size_t>(max_T) * Kin, 9);
-  const auto w = random_vector(static_cast<size_t>(N) * Kin, 10);
+  const auto x = test_support::random_normal(static_cast<size_t>(max_T) * Kin, 9);
+  const auto w = test_support::random_normal(static_cast<size_t>(N) * Kin, 10);
   const std::vector<float> alone = each_row_alone(x, w, max_T, Kin, N);
   for (int T : {48, 64, 70}) {
     std::vector<float> batch(static_cast<size_t>(T) * N);
@@ -134,7 +127,7 @@ TEST(Matmul, SeveralPassesOverXGiveTheBitsOfTheRowAlone) {
 }
 
 TEST(Matmul, NoRowsIsANoOp) {
-  const auto w = random_vector(16, 6);
+  const auto w = test_support::random_normal(16, 6);
   float untouched = 42.0f;
   cpu::matmul(nullptr, w.data(), nullptr, 0, 4, 4, &untouched);
   EXPECT_EQ(untouched, 42.0f);

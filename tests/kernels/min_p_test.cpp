@@ -13,7 +13,7 @@
 namespace tandem::cpu {
 namespace {
 
-std::vector<float> standardized(const std::vector<float>& logits, const SamplingParams& p) {
+std::vector<float> min_p_standardized(const std::vector<float>& logits, const SamplingParams& p) {
   std::vector<float> probs(logits.size());
   standardize_row(logits.data(), static_cast<int>(logits.size()), p, probs.data());
   return probs;
@@ -24,15 +24,15 @@ TEST(MinP, KeepsTokensAtLeastMinPTimesTheMostLikely) {
   const std::vector<float> logits = {std::log(2.0f), std::log(8.0f), std::log(1.0f), std::log(4.0f)};
   SamplingParams p;
   p.min_p = 0.25f;  // keeps p >= 2/15: tokens 1, 3, 0
-  const std::vector<float> probs = standardized(logits, p);
+  const std::vector<float> probs = min_p_standardized(logits, p);
   EXPECT_NEAR(probs[1], 8.0 / 14, 1e-6);
   EXPECT_NEAR(probs[3], 4.0 / 14, 1e-6);
   EXPECT_NEAR(probs[0], 2.0 / 14, 1e-6);
   EXPECT_EQ(probs[2], 0.0f);
   p.min_p = 0.0f;  // off: all four
-  EXPECT_NEAR(standardized(logits, p)[2], 1.0 / 15, 1e-6);
+  EXPECT_NEAR(min_p_standardized(logits, p)[2], 1.0 / 15, 1e-6);
   p.min_p = 1.0f;  // only the most likely
-  EXPECT_EQ(standardized(logits, p), (std::vector<float>{0, 1, 0, 0}));
+  EXPECT_EQ(min_p_standardized(logits, p), (std::vector<float>{0, 1, 0, 0}));
 }
 
 TEST(MinP, ComesAfterTemperatureAndTopP) {
@@ -40,13 +40,13 @@ TEST(MinP, ComesAfterTemperatureAndTopP) {
   SamplingParams p;
   p.temperature = 0.5f;  // squares the odds: 64, 16, 4, 1 (of 85)
   p.min_p = 0.05f;       // keeps >= 3.2/85: all but the 1
-  std::vector<float> probs = standardized(logits, p);
+  std::vector<float> probs = min_p_standardized(logits, p);
   EXPECT_NEAR(probs[0], 4.0 / 84, 1e-6);
   EXPECT_EQ(probs[2], 0.0f);
   p.temperature = 1.0f;
   p.top_p = 0.7f;  // keeps 8/15 and 4/15 (mass 0.8), then min_p 0.6 of 8/12
   p.min_p = 0.6f;
-  probs = standardized(logits, p);
+  probs = min_p_standardized(logits, p);
   EXPECT_EQ(probs, (std::vector<float>{0, 1, 0, 0}));
   EXPECT_NEAR(std::accumulate(probs.begin(), probs.end(), 0.0), 1.0, 1e-6);
 }

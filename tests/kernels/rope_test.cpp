@@ -14,7 +14,7 @@
 namespace tandem {
 namespace {
 
-constexpr int kHeads = 3, kD = 16;
+constexpr int kRopeHeads = 3, kD = 16;
 
 std::vector<float> frequencies(double theta) {
   std::vector<float> f(kD / 2);
@@ -24,14 +24,14 @@ std::vector<float> frequencies(double theta) {
 
 // Largest difference between rope(x) and the rotation in float64.
 double worst_error(const std::vector<int32_t>& positions, const std::vector<float>& inv_freq, uint32_t seed) {
-  const std::vector<float> x = test_support::random_normal(positions.size() * kHeads * kD, seed);
+  const std::vector<float> x = test_support::random_normal(positions.size() * kRopeHeads * kD, seed);
   std::vector<float> y = x;
-  cpu::rope(y.data(), positions, kHeads, kD, inv_freq.data());
+  cpu::rope(y.data(), positions, kRopeHeads, kD, inv_freq.data());
   double worst = 0;
   for (size_t t = 0; t < positions.size(); ++t)
-    for (int h = 0; h < kHeads; ++h)
+    for (int h = 0; h < kRopeHeads; ++h)
       for (int i = 0; i < kD / 2; ++i) {
-        const size_t a = (t * kHeads + h) * kD + i, b = a + kD / 2;
+        const size_t a = (t * kRopeHeads + h) * kD + i, b = a + kD / 2;
         const double angle = positions[t] * static_cast<double>(inv_freq[static_cast<size_t>(i)]);
         const double want_a = x[a] * std::cos(angle) - x[b] * std::sin(angle);
         const double want_b = x[b] * std::cos(angle) + x[a] * std::sin(angle);

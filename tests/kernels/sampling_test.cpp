@@ -27,7 +27,7 @@
 namespace tandem::cpu {
 namespace {
 
-constexpr float kInf = std::numeric_limits<float>::infinity();
+constexpr float kInfinity = std::numeric_limits<float>::infinity();
 
 using test_support::sampling_params;
 
@@ -215,7 +215,7 @@ TEST(Standardize, TopKThenTopPMatchesReference) {
     for (int k : {0, 5, 40}) {
       for (float top_p : {0.3f, 0.8f, 0.99f}) {
         for (float T : {0.5f, 1.0f, 1.5f}) {
-          SCOPED_TRACE(testing::Message()
+          SCOPED_TRACE(::testing::Message()
                        << "seed " << seed << " k " << k << " p " << top_p << " T " << T);
           expect_matches_reference(standardized(logits, sampling_params(T, k, top_p)),
                                    reference(logits, T, k, top_p));
@@ -253,10 +253,10 @@ TEST(Standardize, ExtremeLogitsNeverGiveNaN) {
     std::vector<float> expected;  // empty: only check finiteness and the sum
   };
   const Case cases[] = {
-      {{big, -big, 0.0f, -kInf, 1e30f}, {1, 0, 0, 0, 0}},
+      {{big, -big, 0.0f, -kInfinity, 1e30f}, {1, 0, 0, 0, 0}},
       {{-big, -big, -1e30f}, {0, 0, 1}},
-      {{kInf, 0.0f, kInf, -kInf}, {0.5f, 0, 0.5f, 0}},               // +inf share the mass
-      {{-kInf, -kInf, -kInf, -kInf}, {0.25f, 0.25f, 0.25f, 0.25f}},  // all equal
+      {{kInfinity, 0.0f, kInfinity, -kInfinity}, {0.5f, 0, 0.5f, 0}},               // +inf share the mass
+      {{-kInfinity, -kInfinity, -kInfinity, -kInfinity}, {0.25f, 0.25f, 0.25f, 0.25f}},  // all equal
       {{nan, 1.0f, nan, 1.0f}, {0, 0.5f, 0, 0.5f}},                  // NaN counts as -inf
       {{nan, nan}, {0.5f, 0.5f}},
       {{1e-30f, -1e-30f, 3e-38f, 0.0f}, {}},
@@ -317,11 +317,11 @@ TEST(Argmax, EachRowLowestIndexOnTies) {
   const float nan = std::numeric_limits<float>::quiet_NaN();
   const std::vector<float> logits{
       0.0f,  2.0f,  1.0f,  2.0f,   // tie: 1
-      -kInf, -kInf, -5.0f, -kInf,  // 2
+      -kInfinity, -kInfinity, -5.0f, -kInfinity,  // 2
       nan,   -1.0f, nan,   -2.0f,  // NaN never wins: 1
       nan,   nan,   nan,   nan,    // all NaN: 0
-      kInf,  3.0f,  kInf,  0.0f,   // 0
-      -kInf, nan,   -kInf, -kInf,  // NaN ranks as -inf: all tie, 0
+      kInfinity,  3.0f,  kInfinity,  0.0f,   // 0
+      -kInfinity, nan,   -kInfinity, -kInfinity,  // NaN ranks as -inf: all tie, 0
   };
   std::vector<int32_t> out(6, -1);
   argmax(logits.data(), 6, 4, out.data());
@@ -340,8 +340,8 @@ TEST(NonFiniteRows, FlagsEveryRowWithANanOrAnInfinityAndNoOther) {
   const std::vector<float> logits{
       0.0f, 2.0f,  1.0f, -3.0f,  // finite
       nan,  1.0f,  1.0f, 1.0f,   // NaN first
-      1.0f, 1.0f,  1.0f, kInf,   // +inf last
-      1.0f, -kInf, 1.0f, 1.0f,   // -inf
+      1.0f, 1.0f,  1.0f, kInfinity,   // +inf last
+      1.0f, -kInfinity, 1.0f, 1.0f,   // -inf
       big,  -big,  0.0f, 1e-45f, // extremes, all finite
   };
   std::vector<uint8_t> out(5, 7);
@@ -426,7 +426,7 @@ double chi_square(const std::vector<int>& counts, const std::vector<double>& p, 
 // far above the usual >= 5 rule, so the chi2 approximation holds.
 constexpr double kCritical49 = 111.14;
 
-class SampleRowStatistics : public testing::Test {
+class SampleRowStatistics : public ::testing::Test {
  protected:
   void SetUp() override {
     std::mt19937 rng(2023);
@@ -478,7 +478,7 @@ TEST(SamplingArguments, BadParametersThrowNamingTheParameter) {
   const float nan = std::numeric_limits<float>::quiet_NaN();
   expect_invalid(row(sampling_params(-0.1f)), "temperature");
   expect_invalid(row(sampling_params(nan)), "temperature");
-  expect_invalid(row(sampling_params(kInf)), "temperature");
+  expect_invalid(row(sampling_params(kInfinity)), "temperature");
   expect_invalid(row(sampling_params(1.0f, -1)), "top_k");
   expect_invalid(row(sampling_params(1.0f, 0, 0.0f)), "top_p");
   expect_invalid(row(sampling_params(1.0f, 0, 1.5f)), "top_p");

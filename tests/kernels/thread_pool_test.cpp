@@ -24,6 +24,7 @@
 #include "kernels/cpu/ops.h"
 #include "kernels/cpu/run_queue_wait.h"
 #include "kernels/cpu/thread_pool.h"
+#include "tests/support/test_inputs.h"
 
 namespace tandem {
 namespace {
@@ -237,21 +238,13 @@ TEST(ThreadPool, ConfigureThreadsReplacesTheDefaultPool) {
   EXPECT_EQ(sum.load(), 999 * 1000 / 2);
 }
 
-std::vector<float> random_vector(size_t n, uint32_t seed) {
-  std::mt19937 rng(seed);
-  std::normal_distribution<float> normal(0.0f, 1.0f);
-  std::vector<float> v(n);
-  for (float& x : v) x = normal(rng);
-  return v;
-}
-
 TEST(ThreadPool, KernelsGiveTheSameBitsWhateverTheThreadCount) {
   // Large enough that every op takes its parallel path.
   const int T = 37, Kin = 257, N = 515, C = 4096;
-  const auto x = random_vector(static_cast<size_t>(T) * Kin, 1);
-  const auto w = random_vector(static_cast<size_t>(N) * Kin, 2);
-  const auto rows = random_vector(static_cast<size_t>(T) * C, 3);
-  const auto weight = random_vector(static_cast<size_t>(C), 4);
+  const auto x = test_support::random_normal(static_cast<size_t>(T) * Kin, 1);
+  const auto w = test_support::random_normal(static_cast<size_t>(N) * Kin, 2);
+  const auto rows = test_support::random_normal(static_cast<size_t>(T) * C, 3);
+  const auto weight = test_support::random_normal(static_cast<size_t>(C), 4);
   std::vector<float> y1, norm1;
   for (int threads : {1, 2, 3, 5}) {
     cpu::configure_threads(threads, Pinning::none);
@@ -340,12 +333,7 @@ TEST(ThreadPool, ThreadsSharingACoreSendTheNextSectionsToTheCallerAlone) {
   const int probe = cpu::open_run_queue_wait();
   cpu::close_run_queue_wait(probe);
   if (probe < 0) GTEST_SKIP() << "this kernel keeps no schedstat";
-  cpu_set_t allowed;
-  CPU_ZERO(&allowed);
-  ASSERT_EQ(sched_getaffinity(0, sizeof(allowed), &allowed), 0);
-  std::vector<int> cpus;
-  for (int cpu = 0; cpu < CPU_SETSIZE; ++cpu)
-    if (CPU_ISSET(cpu, &allowed)) cpus.push_back(cpu);
+  const std::vector<int> cpus = cpu::allowed_cpus();
   ASSERT_FALSE(cpus.empty());
   ThreadPool pool(2, Pinning::cores);  // the worker on cpus[1 % count]
   cpu_set_t caller_before;

@@ -39,11 +39,11 @@
 namespace tandem::cpu {
 namespace {
 
-constexpr double kAlpha = 1e-4;  // false-alarm rate of each statistical check
+constexpr double kFalseAlarm = 1e-4;  // false-alarm rate of each statistical check
 
 using namespace test_stats;
 Fit chi_square_fit(const std::vector<long>& counts, const std::vector<double>& probs) {
-  return test_stats::chi_square_fit(counts, probs, kAlpha);
+  return test_stats::chi_square_fit(counts, probs, kFalseAlarm);
 }
 
 std::vector<double> normalized(const float* row, int V) {
@@ -233,7 +233,7 @@ Fit pair_fit(const Model& m, const Generation& g) {
   return chi_square_fit(counts, joint);
 }
 
-// Binomial z-test (two-sided, at kAlpha) that x_1 was kept as often as
+// Binomial z-test (two-sided, at kFalseAlarm) that x_1 was kept as often as
 // β_1 = sum_x min(p(x)/l, q(x)) says (Theorem 3.5; Appendix A.5 for l < 1). The β
 // that verify() reports is checked against this sum in MatchesTheReference.
 double check_acceptance(const Model& m, const Generation& g, float lenience) {
@@ -246,7 +246,7 @@ double check_acceptance(const Model& m, const Generation& g, float lenience) {
   long kept = 0;
   for (int n : g.first_step_accepted) kept += n >= 1;
   const double z = binomial_z(kept, static_cast<long>(g.first.size()), beta);
-  EXPECT_LT(std::abs(z), normal_upper_quantile(kAlpha / 2)) << kept << " kept, β_1 = " << beta;
+  EXPECT_LT(std::abs(z), normal_upper_quantile(kFalseAlarm / 2)) << kept << " kept, β_1 = " << beta;
   return z;
 }
 
@@ -254,7 +254,7 @@ double check_acceptance(const Model& m, const Generation& g, float lenience) {
 
 constexpr int kTrials = 20000;
 
-class VerifyDistribution : public testing::TestWithParam<std::tuple<Case, int>> {};
+class VerifyDistribution : public ::testing::TestWithParam<std::tuple<Case, int>> {};
 
 TEST_P(VerifyDistribution, TokensFollowTargetAndAcceptanceFollowsBeta) {
   const auto [c, gamma] = GetParam();
@@ -270,7 +270,7 @@ TEST_P(VerifyDistribution, TokensFollowTargetAndAcceptanceFollowsBeta) {
       first.statistic, first.dof, first.critical, pair.statistic, pair.dof, pair.critical, z);
 }
 
-std::string case_name(const testing::TestParamInfo<std::tuple<Case, int>>& param) {
+std::string case_name(const ::testing::TestParamInfo<std::tuple<Case, int>>& param) {
   static const char* const kNames[] = {"Equal", "Disjoint", "DraftOnRare", "Random",
                                        "Deterministic"};
   return std::string(kNames[static_cast<int>(std::get<0>(param.param))]) + "Gamma" +
@@ -278,10 +278,10 @@ std::string case_name(const testing::TestParamInfo<std::tuple<Case, int>>& param
 }
 
 INSTANTIATE_TEST_SUITE_P(Cases, VerifyDistribution,
-                         testing::Combine(testing::Values(Case::equal, Case::disjoint,
+                         ::testing::Combine(::testing::Values(Case::equal, Case::disjoint,
                                                           Case::draft_on_rare, Case::random,
                                                           Case::deterministic),
-                                          testing::Values(1, 2, 3, 4)),
+                                          ::testing::Values(1, 2, 3, 4)),
                          case_name);
 
 // Power: the same trials through verifiers with classic bugs must fail the
@@ -307,7 +307,7 @@ TEST(VerifyLenience, NoTokenAboveItsBoundAndAcceptanceRises) {
   const int V = m.V;
   const Generation strict = generate(m, 2, kTrials, 1.0f, 0xFEEDull);
   const std::vector<double> p = normalized(m.p_at(kPrompt), V), q = normalized(m.q_at(kPrompt), V);
-  const double z_bound = normal_upper_quantile(kAlpha / V);  // one-sided, Bonferroni over V
+  const double z_bound = normal_upper_quantile(kFalseAlarm / V);  // one-sided, Bonferroni over V
   for (float l : {0.5f, 0.2f}) {
     const Generation lenient = generate(m, 2, kTrials, l, 0xFEEDull);
     std::vector<long> counts(V, 0);
@@ -376,7 +376,7 @@ TEST(VerifyExact, OneHotRowsGiveExactAnswers) {
     const VerifyOutcome out = verify_one({3, x.data(), p.data(), q.data(), 11, seed}, V, beta);
     EXPECT_EQ(out.accepted, 2);
     EXPECT_EQ(out.token, 1);
-    EXPECT_THAT(beta, testing::ElementsAre(1.0f, 1.0f, 0.0f));
+    EXPECT_THAT(beta, ::testing::ElementsAre(1.0f, 1.0f, 0.0f));
     const VerifyOutcome all = verify_one({3, x.data(), equal_p.data(), q.data(), 40, seed}, V);
     EXPECT_EQ(all.accepted, 3);
     EXPECT_EQ(all.token,
@@ -527,7 +527,7 @@ TEST(VerifyArguments, BadInputsThrowNamingTheFieldAndWriteNothing) {
     std::vector<float> beta(2 + std::max(0, blocks[1].gamma), -7.0f);
     expect_invalid([&] { verify(blocks, V, out, beta); }, name);
     for (const VerifyOutcome& o : out) EXPECT_TRUE(o.accepted == -7 && o.token == -7) << name;
-    EXPECT_THAT(beta, testing::Each(-7.0f)) << name;
+    EXPECT_THAT(beta, ::testing::Each(-7.0f)) << name;
   };
   bad([](VerifyBlock& b) { b.gamma = -1; }, "blocks[1].gamma");
   bad([](VerifyBlock& b) { b.p = nullptr; }, "blocks[1].p");

@@ -166,7 +166,7 @@ TEST(ProgressBar, FillsInProportionAndAlignsTheCount) {
 
 // Whether text parses as XML, asked of Python's parser (the build found it).
 bool is_well_formed_xml(const std::string& text, const std::string& file_name) {
-  const std::string path = testing::TempDir() + std::to_string(::getpid()) + "_" + file_name;
+  const std::string path = ::testing::TempDir() + std::to_string(::getpid()) + "_" + file_name;
   std::ofstream(path) << text;
   const std::string command = std::string(TANDEM_PYTHON) +
                               " -c 'import sys, xml.dom.minidom; "
@@ -277,12 +277,12 @@ TEST(ConversationReport, LineAndJsonCarryEachConversationsTotals) {
   // 7 turns over 3 conversations: 2.3 mean; 2 of 3 finished.
   EXPECT_EQ(conversations_line(totals),
             "Conversations: 3 replayed, 2 finished; turns per conversation 2.3 mean\n");
-  const nlohmann::json json = conversations_json(totals);
-  ASSERT_EQ(json.size(), 3u);
-  EXPECT_EQ(json[1], (nlohmann::json{{"where", "c.jsonl:2"}, {"turns", 2}, {"completed", 1},
+  const nlohmann::json table = conversations_json(totals);
+  ASSERT_EQ(table.size(), 3u);
+  EXPECT_EQ(table[1], (nlohmann::json{{"where", "c.jsonl:2"}, {"turns", 2}, {"completed", 1},
                                      {"failed", 1}, {"prompt_tokens", 40}, {"output_tokens", 9},
                                      {"seconds", 0.5}, {"finished", false}}));
-  EXPECT_EQ(json[2]["where"], "c.jsonl:1");
+  EXPECT_EQ(table[2]["where"], "c.jsonl:1");
   EXPECT_EQ(conversations_line({}), "Conversations: 0 replayed, 0 finished; turns per conversation 0.0 mean\n");
 }
 

@@ -58,7 +58,7 @@ size_t count_of(const std::string& text, const std::string& needle) {
 
 TEST(SweepPlots, AVariantKeepsItsColourInEveryChart) {
   const std::filesystem::path dir =
-      std::filesystem::path(testing::TempDir()) / ("sweep_plots_" + std::to_string(::getpid()));
+      std::filesystem::path(::testing::TempDir()) / ("sweep_plots_" + std::to_string(::getpid()));
   SweepPlots plots({"spec on", "spec off"});
   // Loads 1 and 4; "spec off" is added first at each point, so order of
   // arrival does not decide the colour, --variants' order does.

@@ -81,7 +81,7 @@ TEST(ReadJsonl, ReadsPromptAndMaxTokensAndKeepsOtherFieldsAsExtra) {
 
 TEST(ReadJsonl, MissingFileIsNotFound) {
   try {
-    read_jsonl(std::filesystem::path(testing::TempDir()) / "no_such_file.jsonl");
+    read_jsonl(std::filesystem::path(::testing::TempDir()) / "no_such_file.jsonl");
     FAIL() << "expected an Error";
   } catch (const Error& error) {
     EXPECT_EQ(error.kind(), ErrorKind::not_found);
@@ -97,7 +97,7 @@ struct BadLine {
 // Printed in test names: the bad line itself, not the struct's bytes.
 void PrintTo(const BadLine& bad, std::ostream* out) { *out << bad.line; }
 
-class ReadJsonlErrors : public testing::TestWithParam<BadLine> {};
+class ReadJsonlErrors : public ::testing::TestWithParam<BadLine> {};
 
 // The bad line comes third, after a good line and a blank one, so the
 // message must count blank lines too.
@@ -117,7 +117,7 @@ TEST_P(ReadJsonlErrors, NameFileLineAndField) {
 
 INSTANTIATE_TEST_SUITE_P(
     EachError, ReadJsonlErrors,
-    testing::Values(BadLine{"{\"prompt\": \"x\", \"max_tokens\": ", "not valid JSON"},
+    ::testing::Values(BadLine{"{\"prompt\": \"x\", \"max_tokens\": ", "not valid JSON"},
                     BadLine{"[\"prompt\", 4]", "JSON object"},
                     BadLine{"{\"max_tokens\": 4}", "\"prompt\""},
                     BadLine{"{\"prompt\": 12, \"max_tokens\": 4}", "\"prompt\""},

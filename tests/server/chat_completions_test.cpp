@@ -13,17 +13,18 @@
 #include "common/tokenizer/tokenizer.h"
 #include "coordinator/chat/chat_template.h"
 #include "tests/server/test_server.h"
+#include "tests/support/tiny_models.h"
 
 namespace tandem {
 namespace {
 
 using nlohmann::json;
 using test_support::HttpClient;
+using test_support::kTinyTarget;
 using test_support::sse_payloads;
 using test_support::TestServer;
 using test_support::TinyDeployment;
 
-const std::string kTinyTarget = std::string(TANDEM_SOURCE_DIR) + "/models/tiny/target";
 
 // The text the server tokenizes for a chat body, by the CLI's renderer.
 std::string rendered_prompt(const std::string& body) {
@@ -261,9 +262,9 @@ class TokenizerDir {
       : path_(std::filesystem::temp_directory_path() /
               ("tandem_chat_tokenizer_" + std::to_string(getpid()) + "_" + std::to_string(counter_++))) {
     std::filesystem::create_directories(path_);
-    std::filesystem::copy_file(kTinyTarget + "/tokenizer.json", path_ / "tokenizer.json",
+    std::filesystem::copy_file(kTinyTarget / "tokenizer.json", path_ / "tokenizer.json",
                                std::filesystem::copy_options::overwrite_existing);
-    std::ifstream in(kTinyTarget + "/tokenizer_config.json");
+    std::ifstream in(kTinyTarget / "tokenizer_config.json");
     json config = json::parse(in);
     config.merge_patch(config_changes);
     std::ofstream(path_ / "tokenizer_config.json") << config.dump(2);

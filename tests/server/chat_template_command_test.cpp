@@ -12,13 +12,13 @@
 #include <string>
 
 #include "coordinator/chat/chat_template.h"
+#include "tests/support/tiny_models.h"
 
 namespace tandem {
 namespace {
 
 using nlohmann::json;
-
-const std::string kTinyTarget = std::string(TANDEM_SOURCE_DIR) + "/models/tiny/target";
+using test_support::kTinyTarget;
 
 struct Outcome {
   int exit_code = -1;

@@ -11,11 +11,13 @@
 
 #include "common/tokenizer/tokenizer.h"
 #include "tests/server/test_server.h"
+#include "tests/support/eventually.h"
 
 namespace tandem {
 namespace {
 
 using nlohmann::json;
+using test_support::eventually;
 using test_support::HttpClient;
 using test_support::sse_payloads;
 using test_support::TestServer;
@@ -30,17 +32,9 @@ std::vector<std::string> texts_of(const json& reply) {
   return texts;
 }
 
-bool eventually(const std::function<bool()>& done) {
-  for (int i = 0; i < 250; ++i) {
-    if (done()) return true;
-    std::this_thread::sleep_for(std::chrono::milliseconds(20));
-  }
-  return false;
-}
-
 // Choices are compared with the same request sent alone: on CUDA that holds
 // only with the batch-invariant kernels (n sequences prefill more rows).
-TinyDeployment invariant() {
+TinyDeployment batch_invariant() {
   TinyDeployment deployment;
   deployment.batch_invariant = true;
   return deployment;
@@ -58,7 +52,7 @@ json sampled(int n) {
 }
 
 TEST(Choices, SeededNReplaysDiffersPerChoiceAndChoiceZeroIsTheSingleRequest) {
-  TestServer server(invariant());
+  TestServer server(batch_invariant());
   const json first = server.complete(sampled(4));
   const json again = server.complete(sampled(4));
   const std::vector<std::string> texts = texts_of(first);
@@ -101,7 +95,7 @@ TEST(Choices, NSequencesFreeAllTheirKvBlocksWhetherTheyFinishOrTheClientLeaves) 
 }
 
 TEST(Choices, APromptBatchAnswersInOrderEachChoiceAsItsSingleRequest) {
-  TestServer server(invariant());
+  TestServer server(batch_invariant());
   const Tokenizer tokenizer = Tokenizer::load(std::string(TANDEM_SOURCE_DIR) + "/models/tiny/target");
   const json prompts = json::array({"The old man", tokenizer.encode("She said that", true), "It was a long"});
   const json batch = server.complete({{"prompt", prompts}, {"n", 2}, {"max_tokens", 12}, {"temperature", 0}});
@@ -152,7 +146,7 @@ StreamedChoices stream(const TestServer& server, const std::string& path, json b
 }
 
 TEST(Choices, StreamingWithNGivesEveryIndexItsTextAndOneFinish) {
-  TestServer server(invariant());
+  TestServer server(batch_invariant());
   json body = sampled(3);
   body["prompt"] = json::array({"When the war ended", "The old man"});  // indexes 0..5
   const json whole = server.complete(body);
@@ -169,7 +163,7 @@ TEST(Choices, StreamingWithNGivesEveryIndexItsTextAndOneFinish) {
 }
 
 TEST(Choices, ChatNGivesEachChoiceItsOwnMessageWholeOrStreamed) {
-  TestServer server(invariant());
+  TestServer server(batch_invariant());
   json body = {{"messages", json::array({{{"role", "user"}, {"content", "Tell me about the old city."}}})},
                {"max_tokens", 16}, {"temperature", 1.0}, {"seed", 5}, {"ignore_eos", true},
                {"speculation", {{"gamma", 4}}}};
@@ -225,7 +219,7 @@ TEST(Choices, AnErrorInOneSequenceIsTheRequestsAnswer) {
 }
 
 TEST(Choices, BestOfGeneratesBestOfSequencesAndReturnsNOfThem) {
-  TestServer server(invariant());
+  TestServer server(batch_invariant());
   const std::vector<std::string> four = texts_of(server.complete(sampled(4)));
   json body = sampled(2);
   body["best_of"] = 4;
@@ -244,7 +238,7 @@ TEST(Choices, BestOfGeneratesBestOfSequencesAndReturnsNOfThem) {
 // best_of returns, of the best_of sequences the same seed gives, the n with
 // the highest cumulative logprob.
 TEST(Choices, BestOfReturnsTheMostLikelySequences) {
-  TestServer server(invariant());
+  TestServer server(batch_invariant());
   json all = sampled(4);
   all["logprobs"] = 0;
   const json four = server.complete(all);

@@ -11,24 +11,17 @@
 #include <thread>
 
 #include "tests/server/test_server.h"
+#include "tests/support/eventually.h"
 
 namespace tandem {
 namespace {
 
 using json = nlohmann::json;
 using namespace std::chrono_literals;
+using test_support::eventually;
 using test_support::HttpClient;
 using test_support::TestServer;
 using test_support::TinyDeployment;
-
-template <typename Condition>
-bool eventually(Condition done) {
-  for (int i = 0; i < 500; ++i) {
-    if (done()) return true;
-    std::this_thread::sleep_for(10ms);
-  }
-  return false;
-}
 
 TEST(DashboardMetrics, PerRequestHistogramsCountEveryRequestAndSumItsUsage) {
   TinyDeployment deployment;

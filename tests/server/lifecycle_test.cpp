@@ -12,26 +12,18 @@
 #include <thread>
 
 #include "tests/server/test_server.h"
+#include "tests/support/eventually.h"
 
 namespace tandem {
 namespace {
 
 using namespace std::chrono_literals;
 using nlohmann::json;
+using test_support::eventually;
 using test_support::HttpClient;
 using test_support::sse_payloads;
 using test_support::TestServer;
 using test_support::TinyDeployment;
-
-// Polls until `done` holds or ~10 s pass.
-template <class Condition>
-bool eventually(Condition done) {
-  for (int i = 0; i < 500; ++i) {
-    if (done()) return true;
-    std::this_thread::sleep_for(20ms);
-  }
-  return false;
-}
 
 TEST(Lifecycle, ClientThatHangsUpMidStreamFreesItsKvBlocks) {
   TestServer server;
@@ -142,7 +134,7 @@ TEST(Lifecycle, MetricsPassPromtool) {
   EXPECT_NE(reply.body.find("tandem_spec_decode_num_draft_tokens_total"), std::string::npos);
   EXPECT_NE(reply.body.find("tandem_requests_total{route=\"other\",status=\"404\"} 1"), std::string::npos);
 
-  const std::string path = testing::TempDir() + "/tandem_metrics_" + std::to_string(::getpid()) + ".txt";
+  const std::string path = ::testing::TempDir() + "/tandem_metrics_" + std::to_string(::getpid()) + ".txt";
   std::ofstream(path) << reply.body;
   const std::string command = "promtool check metrics < " + path + " 2>&1";
   FILE* pipe = popen(command.c_str(), "r");

@@ -20,7 +20,7 @@ using test_support::HttpClient;
 using test_support::TestServer;
 using test_support::TinyDeployment;
 
-json error_of(const test_support::HttpReply& reply) { return json::parse(reply.body)["error"]; }
+json error_object(const test_support::HttpReply& reply) { return json::parse(reply.body)["error"]; }
 
 TEST(RequestIsolation, ATopPThatIsZeroAsAFloatIsRefusedWhileOthersInFlightSucceed) {
   TinyDeployment deployment;
@@ -45,14 +45,14 @@ TEST(RequestIsolation, ATopPThatIsZeroAsAFloatIsRefusedWhileOthersInFlightSuccee
     json bad = {{"prompt", "hi"}, {field, 1e-300}};
     const test_support::HttpReply reply = http.post_json("/v1/completions", bad.dump());
     ASSERT_EQ(reply.status, 400) << reply.body;
-    EXPECT_EQ(error_of(reply)["param"], field) << reply.body;
-    EXPECT_NE(error_of(reply)["message"].get<std::string>().find("32-bit float"), std::string::npos)
+    EXPECT_EQ(error_object(reply)["param"], field) << reply.body;
+    EXPECT_NE(error_object(reply)["message"].get<std::string>().find("32-bit float"), std::string::npos)
         << reply.body;
     // The chat route reads the field the same way.
     json chat = {{"messages", {{{"role", "user"}, {"content", "hi"}}}}, {field, 1e-300}};
     const test_support::HttpReply chat_reply = http.post_json("/v1/chat/completions", chat.dump());
     ASSERT_EQ(chat_reply.status, 400) << chat_reply.body;
-    EXPECT_EQ(error_of(chat_reply)["param"], field) << chat_reply.body;
+    EXPECT_EQ(error_object(chat_reply)["param"], field) << chat_reply.body;
   }
   for (size_t i = 0; i < bodies.size(); ++i)
     EXPECT_EQ(in_flight[i].get(), alone[i]) << "request " << i << ": " << bodies[i].dump();
@@ -78,7 +78,7 @@ TEST(RequestIsolation, ARequestTheKvCacheCanNeverHoldIsRefusedAtAdmission) {
     const test_support::HttpReply reply = http.post_json(
         "/v1/completions", json({{"prompt", "hi"}, {"max_tokens", max_tokens}}).dump());
     ASSERT_EQ(reply.status, 400) << reply.body;
-    const json error = error_of(reply);
+    const json error = error_object(reply);
     EXPECT_EQ(error["param"], "max_tokens");
     const std::string message = error["message"];
     EXPECT_NE(message.find("holds 16"), std::string::npos) << message;
@@ -96,10 +96,10 @@ TEST(RequestIsolation, ARequestTheKvCacheCanNeverHoldIsRefusedAtAdmission) {
       json({{"messages", {{{"role", "user"}, {"content", "hi"}}}}, {"max_completion_tokens", 40}})
           .dump());
   ASSERT_EQ(chat.status, 400) << chat.body;
-  EXPECT_TRUE(error_of(chat)["param"] == "max_completion_tokens" ||
-              error_of(chat)["param"] == "messages")
+  EXPECT_TRUE(error_object(chat)["param"] == "max_completion_tokens" ||
+              error_object(chat)["param"] == "messages")
       << chat.body;
-  EXPECT_NE(error_of(chat)["message"].get<std::string>().find("scheduler.kv_blocks"),
+  EXPECT_NE(error_object(chat)["message"].get<std::string>().find("scheduler.kv_blocks"),
             std::string::npos)
       << chat.body;
 }

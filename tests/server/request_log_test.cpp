@@ -14,12 +14,14 @@
 #include <vector>
 
 #include "tests/server/test_server.h"
+#include "tests/support/eventually.h"
 
 namespace tandem {
 namespace {
 
 using json = nlohmann::json;
 using namespace std::chrono_literals;
+using test_support::eventually;
 using test_support::HttpClient;
 using test_support::TestServer;
 using test_support::TinyDeployment;
@@ -81,15 +83,6 @@ std::vector<Line> with_path(const std::vector<Line>& lines, const std::string& p
   for (const Line& line : lines)
     if (line.at("path") == path) found.push_back(line);
   return found;
-}
-
-// Lines are written once the response is out: a test waits for them.
-bool eventually(const std::function<bool()>& done) {
-  for (int i = 0; i < 500; ++i) {
-    if (done()) return true;
-    std::this_thread::sleep_for(10ms);
-  }
-  return false;
 }
 
 const std::regex kIsoTime(R"(\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z)");

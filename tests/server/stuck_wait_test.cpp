@@ -64,7 +64,7 @@ TEST(StuckWaitDeathTest, AWaitHeldPastItsTimeoutEndsTheProcessNamingTheLostRank)
   if (test_support::mpi_test_ranks() > 0 || std::getenv("TANDEM_TEST_BACKEND") != nullptr)
     GTEST_SKIP() << "one in-process CPU case is enough";
   GTEST_FLAG_SET(death_test_style, "threadsafe");
-  EXPECT_EXIT(serve_until_a_wait_is_held(), testing::ExitedWithCode(kLostRankExit),
+  EXPECT_EXIT(serve_until_a_wait_is_held(), ::testing::ExitedWithCode(kLostRankExit),
               "holding the wait\n(.|\n)*rank 3 \\(target shard 1 of 2, on host node-d\\) did "
               "not return the result of target step 7 within 3 s \\(placement.step_timeout_"
               "seconds\\): it is lost; the thread waiting for it is held inside MPI: failing "

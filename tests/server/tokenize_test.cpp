@@ -11,17 +11,18 @@
 #include "coordinator/chat/chat_template.h"
 #include "common/tokenizer/tokenizer.h"
 #include "tests/server/test_server.h"
+#include "tests/support/tiny_models.h"
 
 namespace tandem {
 namespace {
 
 using nlohmann::json;
 using test_support::HttpClient;
+using test_support::kTinyTarget;
 using test_support::HttpReply;
 using test_support::TestServer;
 using test_support::TinyDeployment;
 
-const std::string kTarget = std::string(TANDEM_SOURCE_DIR) + "/models/tiny/target";
 
 json post(HttpClient& http, const std::string& route, const json& body, int expect_status = 200) {
   const HttpReply reply = http.post_json(route, body.dump());
@@ -65,7 +66,7 @@ TEST_F(TokenizeRoute, ModelsRetrievesTheServedModelAndRefusesOthers) {
 TEST_F(TokenizeRoute, TextToIdsToTextIsTheIdentity) {
   TestServer& server = *server_;
   HttpClient http(server.port());
-  const Tokenizer tokenizer = Tokenizer::load(kTarget);
+  const Tokenizer tokenizer = Tokenizer::load(kTinyTarget);
   const std::vector<std::string> texts = {
       "The history of the city", "  leading and trailing  ", "Ünïcödé: héllo wörld",
       "日本語のテキスト", "emoji 🙂🚀 and <|endoftext|> inline", "tabs\tand\nnew lines\r\n", ""};
@@ -111,7 +112,7 @@ TEST_F(TokenizeRoute, CountsWhatTheCompletionRoutesFeedTheModel) {
            return parts;
          }()}}}}};
   // What the chat route renders, by the server's own template code.
-  const chat::ChatTemplate chat_template = chat::ChatTemplate::load(kTarget, "tandem");
+  const chat::ChatTemplate chat_template = chat::ChatTemplate::load(kTinyTarget, "tandem");
   api::RequestLimits limits;
   limits.served_model_name = "tandem";
   limits.max_tokens_limit = 4096;
@@ -203,7 +204,7 @@ TEST_F(TokenizeRoute, BadBodiesGet400NamingTheFieldAndChangeNothing) {
   // Nothing reached the engine, and the server still answers.
   EXPECT_EQ(server.metric("tandem_prompt_tokens_total"), prompt_tokens);
   EXPECT_EQ(post(http, "/tokenize", {{"prompt", "hi"}, {"model", "tandem"}})["count"],
-            Tokenizer::load(kTarget).encode("hi").size());
+            Tokenizer::load(kTinyTarget).encode("hi").size());
 }
 
 TEST(TokenizeRouteGate, KeysHostsAndBodyTypesAsOnV1) {

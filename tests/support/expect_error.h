@@ -1,4 +1,5 @@
-// expect_invalid: the check every "bad input gets a clear error" test makes.
+// expect_invalid: the check every "bad input gets a clear error" test makes;
+// error_from: the Error a call throws, for tests that look at more of it.
 #pragma once
 
 #include <gmock/gmock.h>
@@ -18,8 +19,21 @@ void expect_invalid(F&& f, const std::string& name) {
     ADD_FAILURE() << "no error for " << name;
   } catch (const Error& e) {
     EXPECT_EQ(e.kind(), ErrorKind::invalid_argument);
-    EXPECT_THAT(e.what(), testing::HasSubstr(name));
+    EXPECT_THAT(e.what(), ::testing::HasSubstr(name));
   }
+}
+
+// The Error f() throws; fails the test (and returns an empty internal
+// Error) if it throws none.
+template <typename F>
+Error error_from(F&& f) {
+  try {
+    f();
+  } catch (const Error& e) {
+    return e;
+  }
+  ADD_FAILURE() << "expected an Error";
+  return Error(ErrorKind::internal, "");
 }
 
 }  // namespace tandem::test_support

@@ -20,6 +20,7 @@
 
 #include "kernels/backend.h"
 #include "tests/support/small_model.h"
+#include "tests/support/tiny_models.h"
 #include "transport/communicator.h"
 #include "workers/kv_cache.h"
 #include "workers/llama_model.h"
@@ -29,9 +30,6 @@
 #include "workers/token_sampler.h"
 
 namespace tandem::test_support {
-
-inline const std::filesystem::path kTinyTarget =
-    std::filesystem::path(TANDEM_SOURCE_DIR) / "models" / "tiny" / "target";
 
 using WeightFactory = std::function<LlamaWeights(const TensorShard&, Backend&)>;
 

@@ -12,12 +12,15 @@
 
 #include "common/error.h"
 #include "safetensors_writer.h"
+#include "tests/support/expect_error.h"
 #include "workers/checkpoint/checkpoint_reader.h"
 #include "workers/checkpoint/dtype.h"
 #include "workers/checkpoint/safetensors.h"
 
 namespace tandem {
 namespace {
+
+using test_support::error_from;
 
 using ::testing::HasSubstr;
 using testing_util::f32_bytes;
@@ -138,16 +141,6 @@ TEST(NonFiniteSafetensors, ReadsReportTheFirstInWholeTensorCoordinates) {
   EXPECT_FALSE(file.read_cols_f32(t, 4, 5, one_col).has_value());
 }
 
-template <typename F>
-Error error_from(F&& f) {
-  try {
-    f();
-  } catch (const Error& e) {
-    return e;
-  }
-  ADD_FAILURE() << "expected an Error";
-  return Error(ErrorKind::internal, "");
-}
 
 TEST(NonFiniteCheckpoint, RefusedNamingFileTensorElementAndValue) {
   TempDir dir;

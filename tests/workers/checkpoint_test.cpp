@@ -12,12 +12,15 @@
 
 #include "common/error.h"
 #include "safetensors_writer.h"
+#include "tests/support/expect_error.h"
 #include "workers/checkpoint/checkpoint_reader.h"
 #include "workers/checkpoint/dtype.h"
 #include "workers/checkpoint/safetensors.h"
 
 namespace tandem {
 namespace {
+
+using test_support::error_from;
 
 using ::testing::HasSubstr;
 using testing_util::f32_bytes;
@@ -30,16 +33,6 @@ using testing_util::write_file;
 using testing_util::write_index;
 using testing_util::write_safetensors;
 
-template <typename F>
-Error error_from(F&& f) {
-  try {
-    f();
-  } catch (const Error& e) {
-    return e;
-  }
-  ADD_FAILURE() << "expected an Error";
-  return Error(ErrorKind::internal, "");
-}
 
 std::vector<float> read_all(const SafetensorsFile& file, const std::string& name) {
   const TensorInfo* t = file.find(name);

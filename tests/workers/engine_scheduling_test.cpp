@@ -23,21 +23,21 @@ namespace {
 constexpr int kVocab = 96;
 constexpr int kBlockSize = 8;
 
-ModelConfig config_of(int hidden, int layers) {
+ModelConfig scheduling_config(int hidden, int layers) {
   return test_support::small_llama(hidden, layers, kVocab, 256);
 }
 
 // A random model with a cache of `blocks` blocks of kBlockSize positions.
-struct Model : test_support::RandomModel {
-  Model(Backend& backend, const ModelConfig& config, uint64_t seed, int blocks)
+struct CachedModel : test_support::RandomModel {
+  CachedModel(Backend& backend, const ModelConfig& config, uint64_t seed, int blocks)
       : RandomModel(backend, config, seed, blocks, kBlockSize) {}
 };
 
 // A target and a draft model on one backend; more target caches on demand.
 struct Pair {
   std::unique_ptr<Backend> backend = make_cpu_backend();
-  Model target{*backend, config_of(64, 2), 1, 256};
-  Model draft{*backend, config_of(32, 1), 2, 512};
+  CachedModel target{*backend, scheduling_config(64, 2), 1, 256};
+  CachedModel draft{*backend, scheduling_config(32, 1), 2, 512};
   ModelDrafter model_drafter{draft.model, draft.cache};
   NgramDrafter ngram;
   PagedKvCache cache_of(int blocks) {

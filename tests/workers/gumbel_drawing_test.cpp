@@ -19,10 +19,10 @@
 namespace tandem {
 namespace {
 
-constexpr int V = 96;
+constexpr int kDrawVocab = 96;
 
-ModelConfig config_of(int hidden, int layers) {
-  return test_support::small_llama(hidden, layers, V, 256);
+ModelConfig drawing_config(int hidden, int layers) {
+  return test_support::small_llama(hidden, layers, kDrawVocab, 256);
 }
 
 SamplingParams sampled(uint64_t seed, Coupling coupling) {
@@ -43,7 +43,7 @@ std::vector<float> host_rows(const DeviceRows& rows) {
 // One propose() over a batch of a gumbel, a rejection and a greedy session.
 std::vector<DraftProposal> propose(Backend& backend, const std::vector<SamplingParams>& sampling,
                                    const std::vector<std::vector<int32_t>>& tokens, int gamma) {
-  test_support::RandomModel draft(backend, config_of(32, 1), 2);
+  test_support::RandomModel draft(backend, drawing_config(32, 1), 2);
   ModelDrafter drafter(draft.model, draft.cache);
   std::vector<DraftRequest> requests;
   for (size_t i = 0; i < sampling.size(); ++i)
@@ -66,12 +66,12 @@ TEST(GumbelDrawing, TheDraftProposesTheRaceOfItsRowsAtEachTokensPosition) {
 
   const DraftProposal& gumbel = together[0];
   ASSERT_EQ(gumbel.tokens.size(), static_cast<size_t>(gamma));
-  ASSERT_EQ(gumbel.q.size(), static_cast<size_t>(gamma * V));  // q rows as before
+  ASSERT_EQ(gumbel.q.size(), static_cast<size_t>(gamma * kDrawVocab));  // q rows as before
   const std::vector<float> q = host_rows(gumbel.q);
   for (int j = 0; j < gamma; ++j) {
     const int64_t position = static_cast<int64_t>(tokens[0].size()) + j;
     EXPECT_EQ(gumbel.tokens[static_cast<size_t>(j)],
-              cpu::gumbel_row(q.data() + static_cast<size_t>(j * V), V, 41, position))
+              cpu::gumbel_row(q.data() + static_cast<size_t>(j * kDrawVocab), kDrawVocab, 41, position))
         << "draft " << j;
   }
 
@@ -81,7 +81,7 @@ TEST(GumbelDrawing, TheDraftProposesTheRaceOfItsRowsAtEachTokensPosition) {
     const int64_t position = static_cast<int64_t>(tokens[1].size()) + j;
     const double u = philox_uniform(42, position, RandomPurpose::draft_sample);
     EXPECT_EQ(rejection.tokens[static_cast<size_t>(j)],
-              cpu::sample_row(q_rejection.data() + static_cast<size_t>(j * V), V, u))
+              cpu::sample_row(q_rejection.data() + static_cast<size_t>(j * kDrawVocab), kDrawVocab, u))
         << "draft " << j;
   }
   EXPECT_TRUE(together[2].q.empty());  // greedy: no rows
@@ -95,25 +95,25 @@ TEST(GumbelDrawing, TheDraftProposesTheRaceOfItsRowsAtEachTokensPosition) {
 
 TEST(GumbelDrawing, PlainDecodingRacesTheStandardizedRow) {
   auto backend = make_cpu_backend();
-  std::vector<float> logits(V);
-  for (int v = 0; v < V; ++v) logits[static_cast<size_t>(v)] = 0.05f * static_cast<float>((v * 37) % 41);
-  TokenSampler sampler(*backend, V);
-  std::vector<float> probs(V);
+  std::vector<float> logits(kDrawVocab);
+  for (int v = 0; v < kDrawVocab; ++v) logits[static_cast<size_t>(v)] = 0.05f * static_cast<float>((v * 37) % 41);
+  TokenSampler sampler(*backend, kDrawVocab);
+  std::vector<float> probs(kDrawVocab);
   int differ = 0;
   for (int64_t position = 3; position < 63; ++position) {
     const SamplingParams gumbel = sampled(5, Coupling::gumbel);
-    cpu::standardize_row(logits.data(), V, gumbel, probs.data());
+    cpu::standardize_row(logits.data(), kDrawVocab, gumbel, probs.data());
     const int32_t drawn = sampler.pick(logits.data(), gumbel, position);
-    EXPECT_EQ(drawn, cpu::gumbel_row(probs.data(), V, 5, position)) << "position " << position;
+    EXPECT_EQ(drawn, cpu::gumbel_row(probs.data(), kDrawVocab, 5, position)) << "position " << position;
     const double u = philox_uniform(5, position, RandomPurpose::target_sample);
     const int32_t inverse = sampler.pick(logits.data(), sampled(5, Coupling::rejection), position);
-    EXPECT_EQ(inverse, cpu::sample_row(probs.data(), V, u)) << "position " << position;
+    EXPECT_EQ(inverse, cpu::sample_row(probs.data(), kDrawVocab, u)) << "position " << position;
     differ += drawn != inverse;
   }
   EXPECT_GT(differ, 30);  // two couplings, two different draws from one seed
 }
 
-// A TargetStep of one block of two drafts verified from `logits` (3, V).
+// A TargetStep of one block of two drafts verified from `logits` (3, kDrawVocab).
 TargetStep one_block(const SamplingParams& sampling, QSource q_source, float lenience = 1.0f) {
   TargetStep step;
   TargetStep::Sequence s;
@@ -132,26 +132,26 @@ TargetStep one_block(const SamplingParams& sampling, QSource q_source, float len
 
 TEST(GumbelDrawing, VerificationOfAGumbelBlockReadsNoQRows) {
   auto backend = make_cpu_backend();
-  std::vector<float> logits(3 * V);
+  std::vector<float> logits(3 * kDrawVocab);
   for (size_t i = 0; i < logits.size(); ++i) logits[i] = 0.03f * static_cast<float>((i * 53) % 67);
   VerifyScratch scratch;
   std::vector<TargetResult::Outcome> outcomes;
   // Rows "at the draft rank" with no inbox to fetch them from: a rejection
   // block cannot be verified, a gumbel block does not ask for them.
-  EXPECT_THROW(verify_blocks(*backend, V, logits.data(),
+  EXPECT_THROW(verify_blocks(*backend, kDrawVocab, logits.data(),
                              one_block(sampled(3, Coupling::rejection), QSource::draft_rank), {},
                              nullptr, scratch, outcomes),
                Error);
-  verify_blocks(*backend, V, logits.data(), one_block(sampled(3, Coupling::gumbel), QSource::draft_rank),
+  verify_blocks(*backend, kDrawVocab, logits.data(), one_block(sampled(3, Coupling::gumbel), QSource::draft_rank),
                 {}, nullptr, scratch, outcomes);
   ASSERT_EQ(outcomes.size(), 1u);
   EXPECT_EQ(outcomes[0].fault, SessionFault::none);
   // The emitted token is the race at its position, from the standardized row.
-  std::vector<float> probs(V);
+  std::vector<float> probs(kDrawVocab);
   const int n = outcomes[0].accepted;
-  cpu::standardize_row(logits.data() + static_cast<size_t>(n * V), V, sampled(3, Coupling::gumbel),
+  cpu::standardize_row(logits.data() + static_cast<size_t>(n * kDrawVocab), kDrawVocab, sampled(3, Coupling::gumbel),
                        probs.data());
-  EXPECT_EQ(outcomes[0].token, cpu::gumbel_row(probs.data(), V, 3, 9 + n));
+  EXPECT_EQ(outcomes[0].token, cpu::gumbel_row(probs.data(), kDrawVocab, 3, 9 + n));
   EXPECT_EQ(outcomes[0].beta_count, 2);
 }
 
@@ -159,22 +159,22 @@ TEST(GumbelDrawing, ACouplingTheOpsRefuseEndsItsSessionAlone) {
   // What reached a rank anyway (the engine refuses both when a session is
   // added) is the session's own fault, not an exception for the whole pass.
   auto backend = make_cpu_backend();
-  std::vector<float> logits(3 * V, 0.5f);
+  std::vector<float> logits(3 * kDrawVocab, 0.5f);
   VerifyScratch scratch;
   std::vector<TargetResult::Outcome> outcomes;
   SamplingParams unknown = sampled(3, Coupling::gumbel);
   unknown.coupling = static_cast<Coupling>(7);
-  verify_blocks(*backend, V, logits.data(), one_block(unknown, QSource::one_hot), {}, nullptr,
+  verify_blocks(*backend, kDrawVocab, logits.data(), one_block(unknown, QSource::one_hot), {}, nullptr,
                 scratch, outcomes);
   ASSERT_EQ(outcomes.size(), 1u);
   EXPECT_EQ(outcomes[0].fault, SessionFault::bad_sampling);
-  verify_blocks(*backend, V, logits.data(),
+  verify_blocks(*backend, kDrawVocab, logits.data(),
                 one_block(sampled(3, Coupling::gumbel), QSource::one_hot, 0.5f), {}, nullptr,
                 scratch, outcomes);
   ASSERT_EQ(outcomes.size(), 1u);
   EXPECT_EQ(outcomes[0].fault, SessionFault::bad_sampling);
 
-  test_support::RandomModel draft(*backend, config_of(32, 1), 2);
+  test_support::RandomModel draft(*backend, drawing_config(32, 1), 2);
   ModelDrafter drafter(draft.model, draft.cache);
   const std::vector<int32_t> tokens{1, 2, 3};
   std::vector<DraftProposal> proposals;

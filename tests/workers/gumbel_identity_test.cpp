@@ -32,10 +32,10 @@ using Model = test_support::RandomModel;
 using Outputs = std::vector<std::vector<int32_t>>;
 
 constexpr int kPrompts = 50;
-constexpr int kTokens = 20;
+constexpr int kNewTokens = 20;
 constexpr size_t kBatch = 16;
 
-ModelConfig config_of(int hidden, int layers) {
+ModelConfig identity_config(int hidden, int layers) {
   return test_support::small_llama(hidden, layers, 96, 256);
 }
 
@@ -65,7 +65,7 @@ const std::vector<std::vector<int32_t>>& prompts() {
   return all;
 }
 
-SamplingParams seeded(float temperature, int prompt, Coupling coupling = Coupling::gumbel) {
+SamplingParams seeded_at(float temperature, int prompt, Coupling coupling = Coupling::gumbel) {
   SamplingParams p;
   p.temperature = temperature;
   p.top_p = 0.9f;
@@ -123,8 +123,8 @@ class GumbelIdentity : public ::testing::Test {
  protected:
   static void SetUpTestSuite() {
     backend_ = make_cpu_backend().release();
-    target_ = new Model(*backend_, config_of(64, 2), 1);
-    draft_ = new Model(*backend_, config_of(32, 1), 2);
+    target_ = new Model(*backend_, identity_config(64, 2), 1);
+    draft_ = new Model(*backend_, identity_config(32, 1), 2);
   }
   static void TearDownTestSuite() {
     delete draft_;
@@ -139,7 +139,7 @@ class GumbelIdentity : public ::testing::Test {
     if (it != cache.end()) return it->second;
     Outputs out;
     for (int i = 0; i < kPrompts; ++i) {
-      DecodeRequest request{prompts()[static_cast<size_t>(i)], kTokens, seeded(temperature, i), {}};
+      DecodeRequest request{prompts()[static_cast<size_t>(i)], kNewTokens, seeded_at(temperature, i), {}};
       std::vector<int32_t> tokens;
       decode_plain(target_->model, target_->cache, request, [&](int32_t t) {
         tokens.push_back(t);
@@ -157,8 +157,8 @@ class GumbelIdentity : public ::testing::Test {
     for (int i = 0; i < kPrompts; ++i) {
       SpeculationRequest r;
       r.prompt = prompts()[static_cast<size_t>(i)];
-      r.max_new_tokens = kTokens;
-      r.sampling = seeded(temperature, i, coupling);
+      r.max_new_tokens = kNewTokens;
+      r.sampling = seeded_at(temperature, i, coupling);
       r.drafter = drafter;
       r.gamma = gamma;
       if (processing) add_processing(r);
@@ -294,8 +294,8 @@ TEST_F(GumbelIdentity, LogprobsReportTheProcessedRowsWhateverTheGamma) {
     for (int i = 0; i < 8; ++i) {
       SpeculationRequest r;
       r.prompt = prompts()[static_cast<size_t>(i)];
-      r.max_new_tokens = kTokens;
-      r.sampling = seeded(1.0f, i);
+      r.max_new_tokens = kNewTokens;
+      r.sampling = seeded_at(1.0f, i);
       r.drafter = drafter;
       r.logprobs = 2;
       keys.push_back(engine.add(r));
@@ -323,7 +323,7 @@ TEST_F(GumbelIdentity, DraftEqualToTargetIsAlwaysAccepted) {
   // so every draft is kept. A drafter drawing with other noise (another
   // purpose, or another position) is refused about as often as two
   // independent draws differ.
-  Model copy(*backend_, config_of(64, 2), 1);
+  Model copy(*backend_, identity_config(64, 2), 1);
   ModelDrafter self(copy.model, copy.cache);
   for (bool processing : {false, true}) {
     const EngineRun run =
@@ -351,8 +351,8 @@ TEST_F(GumbelIdentity, UnderRejectionGammaChangesSeededOutputs) {
   for (int i = 0; i < kPrompts; ++i) {
     differ += one[static_cast<size_t>(i)] != five[static_cast<size_t>(i)];
     differ_from_gumbel += none_out[static_cast<size_t>(i)] != plain(1.0f)[static_cast<size_t>(i)];
-    DecodeRequest request{prompts()[static_cast<size_t>(i)], kTokens,
-                          seeded(1.0f, i, Coupling::rejection), {}};
+    DecodeRequest request{prompts()[static_cast<size_t>(i)], kNewTokens,
+                          seeded_at(1.0f, i, Coupling::rejection), {}};
     std::vector<int32_t> tokens;
     decode_plain(target_->model, target_->cache, request, [&](int32_t t) {
       tokens.push_back(t);
@@ -370,7 +370,7 @@ TEST_F(GumbelIdentity, LenientVerificationIsRefusedWithTheGumbelCoupling) {
   SpeculativeEngine engine(target_->model, target_->cache, none);
   SpeculationRequest r;
   r.prompt = {1, 2, 3};
-  r.sampling = seeded(1.0f, 0);
+  r.sampling = seeded_at(1.0f, 0);
   r.lenience = 0.5f;
   try {
     engine.add(r);
@@ -382,7 +382,7 @@ TEST_F(GumbelIdentity, LenientVerificationIsRefusedWithTheGumbelCoupling) {
   EXPECT_EQ(engine.waiting(), 0);
   r.sampling.temperature = 0.0f;  // greedy ignores the coupling
   engine.add(r);
-  r.sampling = seeded(1.0f, 0, Coupling::rejection);
+  r.sampling = seeded_at(1.0f, 0, Coupling::rejection);
   engine.add(r);
   EXPECT_EQ(engine.waiting(), 2);
 }

@@ -13,10 +13,10 @@
 namespace tandem {
 namespace {
 
-const std::vector<int32_t> kX = {1, 2};
-const std::vector<int32_t> kY = {3, 4};
+const std::vector<int32_t> kPairX = {1, 2};
+const std::vector<int32_t> kPairY = {3, 4};
 
-uint64_t salt_of(std::string_view s) { return cache_salt_hash(std::span<const char>(s)); }
+uint64_t pool_salt(std::string_view s) { return cache_salt_hash(std::span<const char>(s)); }
 
 // A referenced block holding `tokens` as the first block of a prefix.
 int32_t cached_root(KvBlockPool& pool, const std::vector<int32_t>& tokens, uint64_t salt = 0) {
@@ -26,17 +26,17 @@ int32_t cached_root(KvBlockPool& pool, const std::vector<int32_t>& tokens, uint6
 }
 
 TEST(KvBlockPool, HashesDependOnParentSaltAndTokens) {
-  const uint64_t h = block_hash(0, 0, kX);
+  const uint64_t h = block_hash(0, 0, kPairX);
   EXPECT_NE(h, 0u);  // 0 means "no parent"
-  EXPECT_EQ(h, block_hash(0, 0, kX));
-  EXPECT_NE(h, block_hash(0, 0, kY));
-  EXPECT_NE(h, block_hash(0, 7, kX));
-  EXPECT_NE(h, block_hash(h, 0, kX));
-  EXPECT_EQ(salt_of(""), 0u);  // no salt
-  EXPECT_NE(salt_of("a"), 0u);
-  EXPECT_NE(salt_of("a"), salt_of("b"));
-  EXPECT_NE(salt_of("ab"), salt_of("ba"));
-  EXPECT_EQ(salt_of("tenant-1"), salt_of("tenant-1"));
+  EXPECT_EQ(h, block_hash(0, 0, kPairX));
+  EXPECT_NE(h, block_hash(0, 0, kPairY));
+  EXPECT_NE(h, block_hash(0, 7, kPairX));
+  EXPECT_NE(h, block_hash(h, 0, kPairX));
+  EXPECT_EQ(pool_salt(""), 0u);  // no salt
+  EXPECT_NE(pool_salt("a"), 0u);
+  EXPECT_NE(pool_salt("a"), pool_salt("b"));
+  EXPECT_NE(pool_salt("ab"), pool_salt("ba"));
+  EXPECT_EQ(pool_salt("tenant-1"), pool_salt("tenant-1"));
 }
 
 TEST(KvBlockPool, TakesLowNumbersFirstThenTheMostRecentlyFreed) {
@@ -52,8 +52,8 @@ TEST(KvBlockPool, TakesLowNumbersFirstThenTheMostRecentlyFreed) {
 
 TEST(KvBlockPool, ReleasedCachedBlocksAreEvictedLeastRecentlyReleasedFirst) {
   KvBlockPool pool(3, 2);
-  const int32_t a = cached_root(pool, kX);
-  const int32_t b = cached_root(pool, kY);
+  const int32_t a = cached_root(pool, kPairX);
+  const int32_t b = cached_root(pool, kPairY);
   pool.unref(a);
   pool.unref(b);
   EXPECT_EQ(pool.evictable(), 2);
@@ -63,8 +63,8 @@ TEST(KvBlockPool, ReleasedCachedBlocksAreEvictedLeastRecentlyReleasedFirst) {
   EXPECT_EQ(pool.take(), 2);
   EXPECT_EQ(pool.take(), a);
   EXPECT_FALSE(pool.is_cached(a));
-  EXPECT_EQ(pool.find(block_hash(0, 0, kX), 0, {}, kX), -1);
-  EXPECT_EQ(pool.find(block_hash(0, 0, kY), 0, {}, kY), b);  // still cached
+  EXPECT_EQ(pool.find(block_hash(0, 0, kPairX), 0, {}, kPairX), -1);
+  EXPECT_EQ(pool.find(block_hash(0, 0, kPairY), 0, {}, kPairY), b);  // still cached
   EXPECT_EQ(pool.take(), b);
   EXPECT_EQ(pool.cached(), 0);
   EXPECT_THROW(pool.take(), Error);  // nothing left
@@ -72,7 +72,7 @@ TEST(KvBlockPool, ReleasedCachedBlocksAreEvictedLeastRecentlyReleasedFirst) {
 
 TEST(KvBlockPool, AFoundBlockLeavesTheEvictableListWhileReferenced) {
   KvBlockPool pool(2, 2);
-  const int32_t a = cached_root(pool, kX);
+  const int32_t a = cached_root(pool, kPairX);
   pool.unref(a);
   EXPECT_EQ(pool.evictable(), 1);
   pool.ref(a);
@@ -86,8 +86,8 @@ TEST(KvBlockPool, AFoundBlockLeavesTheEvictableListWhileReferenced) {
 
 TEST(KvBlockPool, LimitEvictableForgetsTheOldestBeyondIt) {
   KvBlockPool pool(4, 2);
-  const int32_t a = cached_root(pool, kX);
-  const int32_t b = cached_root(pool, kY);
+  const int32_t a = cached_root(pool, kPairX);
+  const int32_t b = cached_root(pool, kPairY);
   pool.limit_evictable(1);
   pool.unref(a);
   pool.unref(b);  // a was released first: it goes
@@ -104,40 +104,40 @@ TEST(KvBlockPool, ContentIsCheckedExactlyNotByHash) {
   KvBlockPool pool(4, 2);
   const int32_t a = pool.take();
   const uint64_t h = 42;  // two different contents under one hash: a collision
-  ASSERT_EQ(pool.cache(a, h, 0, {}, kX), a);
-  EXPECT_EQ(pool.find(h, 0, {}, kX), a);
-  EXPECT_EQ(pool.find(h, 0, {}, kY), -1);
-  EXPECT_EQ(pool.find(h, 5, {}, kX), -1);      // another salt
-  EXPECT_EQ(pool.find(h, 0, {a, 0}, kX), -1);  // another parent
+  ASSERT_EQ(pool.cache(a, h, 0, {}, kPairX), a);
+  EXPECT_EQ(pool.find(h, 0, {}, kPairX), a);
+  EXPECT_EQ(pool.find(h, 0, {}, kPairY), -1);
+  EXPECT_EQ(pool.find(h, 5, {}, kPairX), -1);      // another salt
+  EXPECT_EQ(pool.find(h, 0, {a, 0}, kPairX), -1);  // another parent
   const int32_t b = pool.take();
-  EXPECT_EQ(pool.cache(b, h, 0, {}, kY), b);  // the colliding content is cached beside it
-  EXPECT_EQ(pool.find(h, 0, {}, kY), b);
-  EXPECT_EQ(pool.find(h, 0, {}, kX), a);
+  EXPECT_EQ(pool.cache(b, h, 0, {}, kPairY), b);  // the colliding content is cached beside it
+  EXPECT_EQ(pool.find(h, 0, {}, kPairY), b);
+  EXPECT_EQ(pool.find(h, 0, {}, kPairX), a);
 }
 
 TEST(KvBlockPool, AChildOfAForgottenParentIsNeverFoundAgain) {
   KvBlockPool pool(3, 2);
-  const int32_t parent = cached_root(pool, kX);
+  const int32_t parent = cached_root(pool, kPairX);
   const uint32_t generation = pool.generation(parent);
   const int32_t child = pool.take();
-  const uint64_t h = block_hash(pool.hash(parent), 0, kY);
-  ASSERT_EQ(pool.cache(child, h, 0, {parent, generation}, kY), child);
+  const uint64_t h = block_hash(pool.hash(parent), 0, kPairY);
+  ASSERT_EQ(pool.cache(child, h, 0, {parent, generation}, kPairY), child);
   pool.unref(child);     // the child stays cached, evictable
   pool.uncache(parent);  // its owner rewrites it...
   EXPECT_GT(pool.generation(parent), generation);
-  ASSERT_EQ(pool.cache(parent, block_hash(0, 0, kX), 0, {}, kX),
+  ASSERT_EQ(pool.cache(parent, block_hash(0, 0, kPairX), 0, {}, kPairX),
             parent);  // ...with the same tokens
   // The same hash, the same parent block, the same tokens: only the
   // generation tells that the child was computed from the old content.
-  EXPECT_EQ(pool.find(h, 0, {parent, pool.generation(parent)}, kY), -1);
-  EXPECT_EQ(pool.find(h, 0, {parent, generation}, kY), child);
+  EXPECT_EQ(pool.find(h, 0, {parent, pool.generation(parent)}, kPairY), -1);
+  EXPECT_EQ(pool.find(h, 0, {parent, generation}, kPairY), child);
 }
 
 TEST(KvBlockPool, CachingKnownContentReturnsTheBlockHoldingIt) {
   KvBlockPool pool(3, 2);
-  const int32_t first = cached_root(pool, kX);
+  const int32_t first = cached_root(pool, kPairX);
   const int32_t copy = pool.take();
-  EXPECT_EQ(pool.cache(copy, block_hash(0, 0, kX), 0, {}, kX), first);
+  EXPECT_EQ(pool.cache(copy, block_hash(0, 0, kPairX), 0, {}, kPairX), first);
   EXPECT_FALSE(pool.is_cached(copy));  // a private copy
   pool.unref(copy);
   EXPECT_EQ(pool.evictable(), 0);  // uncached: back to the free list
@@ -148,19 +148,19 @@ TEST(KvBlockPool, CachingKnownContentReturnsTheBlockHoldingIt) {
 // caching it again under its current parent must make it reachable.
 TEST(KvBlockPool, RecachingABlockUnderANewParentRecordsItAnew) {
   KvBlockPool pool(4, 2);
-  const int32_t old_parent = cached_root(pool, kX);
+  const int32_t old_parent = cached_root(pool, kPairX);
   const int32_t child = pool.take();
-  const uint64_t h = block_hash(block_hash(0, 0, kX), 0, kY);
-  ASSERT_EQ(pool.cache(child, h, 0, {old_parent, pool.generation(old_parent)}, kY), child);
+  const uint64_t h = block_hash(block_hash(0, 0, kPairX), 0, kPairY);
+  ASSERT_EQ(pool.cache(child, h, 0, {old_parent, pool.generation(old_parent)}, kPairY), child);
   pool.unref(old_parent);
   EXPECT_EQ(pool.take(), 2);
   EXPECT_EQ(pool.take(), 3);
   EXPECT_EQ(pool.take(), old_parent);  // evicted: the child is unreachable
   pool.unref(old_parent);
-  const int32_t new_parent = cached_root(pool, kX);
+  const int32_t new_parent = cached_root(pool, kPairX);
   const KvBlockPool::Parent parent{new_parent, pool.generation(new_parent)};
-  EXPECT_EQ(pool.cache(child, h, 0, parent, kY), child);
-  EXPECT_EQ(pool.find(h, 0, parent, kY), child);
+  EXPECT_EQ(pool.cache(child, h, 0, parent, kPairY), child);
+  EXPECT_EQ(pool.find(h, 0, parent, kPairY), child);
   EXPECT_EQ(pool.cached(), 2);
 }
 
@@ -171,7 +171,7 @@ TEST(KvBlockPool, MisuseIsAnInternalError) {
   const int32_t a = pool.take();
   EXPECT_THROW(pool.cache(a, 1, 0, {}, std::vector<int32_t>{1}), Error);  // not a full block
   pool.ref(a);
-  ASSERT_EQ(pool.cache(a, block_hash(0, 0, kX), 0, {}, kX), a);
+  ASSERT_EQ(pool.cache(a, block_hash(0, 0, kPairX), 0, {}, kPairX), a);
   EXPECT_THROW(pool.uncache(a), Error);  // shared: nobody may rewrite it
   EXPECT_EQ(pool.refs(a), 2);
   EXPECT_TRUE(pool.is_cached(a));

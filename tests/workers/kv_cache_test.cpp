@@ -8,7 +8,7 @@
 namespace tandem {
 namespace {
 
-ModelConfig tiny_config() {
+ModelConfig cache_config() {
   ModelConfig config;
   config.num_layers = 2;
   config.num_kv_heads = 2;
@@ -18,7 +18,7 @@ ModelConfig tiny_config() {
 
 TEST(PagedKvCache, ReservesWholeBlocksAndMapsSlots) {
   auto backend = make_cpu_backend();
-  PagedKvCache cache(tiny_config(), /*num_blocks=*/8, /*block_size=*/4, *backend);
+  PagedKvCache cache(cache_config(), /*num_blocks=*/8, /*block_size=*/4, *backend);
   const SequenceId a = cache.create_sequence();
   const SequenceId b = cache.create_sequence();
   ASSERT_TRUE(cache.reserve(a, 5));  // 2 blocks
@@ -35,7 +35,7 @@ TEST(PagedKvCache, ReservesWholeBlocksAndMapsSlots) {
 
 TEST(PagedKvCache, TruncateFreesBlocksPastTheNewLength) {
   auto backend = make_cpu_backend();
-  PagedKvCache cache(tiny_config(), 8, 4, *backend);
+  PagedKvCache cache(cache_config(), 8, 4, *backend);
   const SequenceId a = cache.create_sequence();
   ASSERT_TRUE(cache.reserve(a, 12));
   cache.set_length(a, 12);
@@ -50,7 +50,7 @@ TEST(PagedKvCache, TruncateFreesBlocksPastTheNewLength) {
 
 TEST(PagedKvCache, ExhaustionChangesNothing) {
   auto backend = make_cpu_backend();
-  PagedKvCache cache(tiny_config(), 3, 4, *backend);
+  PagedKvCache cache(cache_config(), 3, 4, *backend);
   const SequenceId a = cache.create_sequence();
   const SequenceId b = cache.create_sequence();
   ASSERT_TRUE(cache.reserve(a, 8));
@@ -65,7 +65,7 @@ TEST(PagedKvCache, ExhaustionChangesNothing) {
 
 TEST(PagedKvCache, SetLengthBeyondCapacityIsAnError) {
   auto backend = make_cpu_backend();
-  PagedKvCache cache(tiny_config(), 2, 4, *backend);
+  PagedKvCache cache(cache_config(), 2, 4, *backend);
   const SequenceId a = cache.create_sequence();
   ASSERT_TRUE(cache.reserve(a, 3));
   EXPECT_THROW(cache.set_length(a, 5), Error);

@@ -11,6 +11,7 @@
 #include "kernels/backend.h"
 #include "safetensors_writer.h"
 #include "tests/support/thread_communicator.h"
+#include "tests/support/tiny_models.h"
 #include "workers/checkpoint/safetensors.h"
 #include "workers/llama_weights.h"
 #include "workers/model_config.h"
@@ -18,13 +19,14 @@
 namespace tandem {
 namespace {
 
+using test_support::kTinyTarget;
+
 namespace fs = std::filesystem;
 using ::testing::HasSubstr;
 using testing_util::read_file_bytes;
 using testing_util::TempDir;
 using testing_util::write_file;
 
-const fs::path kTinyTarget = fs::path(TANDEM_SOURCE_DIR) / "models" / "tiny" / "target";
 constexpr uint16_t kBf16Nan = 0x7fc0, kBf16Inf = 0x7f80;
 
 // A copy of the tiny target's config and weights in a fresh directory.

@@ -24,7 +24,7 @@ namespace tandem {
 namespace {
 
 using test_support::TinyPair;
-constexpr float kInf = std::numeric_limits<float>::infinity();
+constexpr float kInfinity = std::numeric_limits<float>::infinity();
 
 TEST(ProcessRows, FollowsVllmOrderOverGeneratedTokensAndDrafts) {
   LogitProcessing p;
@@ -46,7 +46,7 @@ TEST(ProcessRows, FollowsVllmOrderOverGeneratedTokensAndDrafts) {
   // Row 0: generated = 1 < 2, token 5 masked. Bias: 1 -> 3, 4 -> -2.
   // Repetition over {0, 3}: 0 -> 0.5, 3 -> 2. Frequency/presence over
   // generated {3: 1}: 3 -> 2 - 0.25 - 0.5 = 1.25.
-  const std::vector<float> row0 = {0.5f, 3.0f, -1.0f, 1.25f, -2.0f, -kInf};
+  const std::vector<float> row0 = {0.5f, 3.0f, -1.0f, 1.25f, -2.0f, -kInfinity};
   // Row 1: + draft 2 (generated = 2: mask lifted). 2: -1 * 2 = -2, then
   // - 0.25 - 0.5 = -2.75.
   const std::vector<float> row1 = {0.5f, 3.0f, -2.75f, 1.25f, -2.0f, 0.5f};

@@ -24,6 +24,7 @@
 #include <unistd.h>
 #include <vector>
 
+#include "tests/support/tiny_models.h"
 #include "workers/llama_model.h"
 #include "workers/llama_weights.h"
 #include "workers/speculation/model_drafter.h"
@@ -32,8 +33,9 @@
 namespace tandem {
 namespace {
 
+using test_support::kTinyPair;
+
 namespace fs = std::filesystem;
-const fs::path kTiny = fs::path(TANDEM_SOURCE_DIR) / "models" / "tiny";
 constexpr double kTolerance = 1e-5;
 
 // One TokenLogprob against the reference's [logprob, [[id, logprob], ...]].
@@ -54,16 +56,16 @@ double difference(const TokenLogprob& got, const nlohmann::json& want, const std
 
 TEST(LogprobsReference, EngineScoresMatchTheNumpyReference) {
   auto backend = make_cpu_backend();
-  const ModelConfig target_config = load_model_config(kTiny / "target");
-  const ModelConfig draft_config = load_model_config(kTiny / "draft");
-  LlamaModel target(target_config, load_llama_weights(kTiny / "target", target_config, *backend),
+  const ModelConfig target_config = load_model_config(kTinyPair / "target");
+  const ModelConfig draft_config = load_model_config(kTinyPair / "draft");
+  LlamaModel target(target_config, load_llama_weights(kTinyPair / "target", target_config, *backend),
                     *backend);
-  LlamaModel draft(draft_config, load_llama_weights(kTiny / "draft", draft_config, *backend),
+  LlamaModel draft(draft_config, load_llama_weights(kTinyPair / "draft", draft_config, *backend),
                    *backend);
   PagedKvCache target_cache(target_config, 64, 16, *backend);
   PagedKvCache draft_cache(draft_config, 64, 16, *backend);
   ModelDrafter drafter(draft, draft_cache);
-  std::ifstream windows_file(kTiny / "eval_reference.json");
+  std::ifstream windows_file(kTinyPair / "eval_reference.json");
   const auto windows = nlohmann::json::parse(windows_file)
                            .at("windows").get<std::vector<std::vector<int32_t>>>();
 
@@ -101,7 +103,7 @@ TEST(LogprobsReference, EngineScoresMatchTheNumpyReference) {
   fs::create_directories(dir);
   std::ofstream(dir / "cases.json") << cases.dump();
   const std::string command = std::string(TANDEM_PYTHON) + " " + TANDEM_SOURCE_DIR +
-                              "/tests/reference/logprobs_reference.py " + (kTiny / "target").string() +
+                              "/tests/reference/logprobs_reference.py " + (kTinyPair / "target").string() +
                               " " + (dir / "cases.json").string() + " " + (dir / "out.json").string();
   ASSERT_EQ(std::system(command.c_str()), 0) << command;
   std::ifstream out_file(dir / "out.json");

@@ -22,6 +22,7 @@
 #include <vector>
 
 #include "common/error.h"
+#include "tests/support/tiny_models.h"
 #include "tests/workers/logprob_checks.h"
 #include "workers/llama_weights.h"
 #include "workers/speculation/model_drafter.h"
@@ -30,25 +31,26 @@
 namespace tandem {
 namespace {
 
+using test_support::kTinyPair;
+using test_support::kTinyBlockSize;
+
 namespace fs = std::filesystem;
 using namespace logprob_checks;
-const fs::path kTiny = fs::path(TANDEM_SOURCE_DIR) / "models" / "tiny";
-constexpr int kBlockSize = 16;
-constexpr double kTolerance = 1e-5;
+constexpr double kScoreTolerance = 1e-5;
 
-class TinyLogprobs : public testing::Test {
+class TinyLogprobs : public ::testing::Test {
  protected:
   void SetUp() override {
     for (const char* part : {"target", "draft"})
-      ASSERT_TRUE(fs::exists(kTiny / part / "model.safetensors"))
+      ASSERT_TRUE(fs::exists(kTinyPair / part / "model.safetensors"))
           << "models/tiny is missing: run tools/train/reproduce.sh or restore it from git";
     target = std::make_unique<LlamaModel>(
-        target_config, load_llama_weights(kTiny / "target", target_config, *backend), *backend);
+        target_config, load_llama_weights(kTinyPair / "target", target_config, *backend), *backend);
     draft = std::make_unique<LlamaModel>(
-        draft_config, load_llama_weights(kTiny / "draft", draft_config, *backend), *backend);
-    draft_cache = std::make_unique<PagedKvCache>(draft_config, 512, kBlockSize, *backend);
+        draft_config, load_llama_weights(kTinyPair / "draft", draft_config, *backend), *backend);
+    draft_cache = std::make_unique<PagedKvCache>(draft_config, 512, kTinyBlockSize, *backend);
     model_drafter = std::make_unique<ModelDrafter>(*draft, *draft_cache);
-    std::ifstream file(kTiny / "eval_reference.json");
+    std::ifstream file(kTinyPair / "eval_reference.json");
     windows = nlohmann::json::parse(file).at("windows").get<std::vector<std::vector<int32_t>>>();
     ASSERT_GE(windows.size(), 12u);
   }
@@ -83,15 +85,15 @@ class TinyLogprobs : public testing::Test {
   }
 
   std::unique_ptr<Backend> backend = make_cpu_backend();
-  const ModelConfig target_config = load_model_config(kTiny / "target");
-  const ModelConfig draft_config = load_model_config(kTiny / "draft");
+  const ModelConfig target_config = load_model_config(kTinyPair / "target");
+  const ModelConfig draft_config = load_model_config(kTinyPair / "draft");
   std::unique_ptr<LlamaModel> target, draft;
   std::unique_ptr<PagedKvCache> draft_cache;
   std::unique_ptr<ModelDrafter> model_drafter;
   NoDrafter none;
   std::vector<std::vector<int32_t>> windows;
-  PagedKvCache ample{target_config, 96, kBlockSize, *backend};
-  PagedKvCache check_cache{target_config, 8, kBlockSize, *backend};
+  PagedKvCache ample{target_config, 96, kTinyBlockSize, *backend};
+  PagedKvCache check_cache{target_config, 8, kTinyBlockSize, *backend};
   uint64_t preemptions = 0;
 };
 
@@ -105,9 +107,9 @@ TEST_F(TinyLogprobs, GreedySpeculationOnAndOffGiveTheSameScores) {
     const std::string name = "session " + std::to_string(i);
     ASSERT_EQ(on[i].tokens, off[i].tokens) << name;
     ASSERT_EQ(on[i].tokens.size(), 32u) << name;
-    expect_same_scores(on[i].logprobs, off[i].logprobs, kTolerance, name);
-    expect_same_scores(on[i].prompt_logprobs, off[i].prompt_logprobs, kTolerance, name);
-    expect_scores_match_target(*target, check_cache, requests[i], on[i], kTolerance, name);
+    expect_same_scores(on[i].logprobs, off[i].logprobs, kScoreTolerance, name);
+    expect_same_scores(on[i].prompt_logprobs, off[i].prompt_logprobs, kScoreTolerance, name);
+    expect_scores_match_target(*target, check_cache, requests[i], on[i], kScoreTolerance, name);
     accepted += on[i].stats.accepted_tokens;
     drafted += on[i].stats.draft_tokens;
   }
@@ -131,7 +133,7 @@ TEST_F(TinyLogprobs, SampledScoresAreTheTargetRowsWithSpeculationOnAndOff) {
       const std::string name = (speculate ? "speculative session " : "plain session ") +
                                std::to_string(i);
       ASSERT_EQ(results[i].tokens.size(), 32u) << name;
-      expect_scores_match_target(*target, check_cache, requests[i], results[i], kTolerance, name);
+      expect_scores_match_target(*target, check_cache, requests[i], results[i], kScoreTolerance, name);
     }
   }
 }
@@ -169,7 +171,7 @@ TEST_F(TinyLogprobs, PreemptionAndChunkedPrefillNeitherLoseNorRepeatScores) {
   EXPECT_EQ(preemptions, 0u);
   // 16 blocks (256 positions) for twelve sessions of up to 80 tokens, 32
   // new tokens a pass: sessions are preempted and prompts chunked.
-  PagedKvCache tiny(target_config, 16, kBlockSize, *backend);
+  PagedKvCache tiny(target_config, 16, kTinyBlockSize, *backend);
   const auto crowded = run(requests, true, tiny, {.max_running = 16, .step_token_budget = 32});
   EXPECT_GT(preemptions, 0u);
   for (size_t i = 0; i < requests.size(); ++i) {
@@ -177,8 +179,8 @@ TEST_F(TinyLogprobs, PreemptionAndChunkedPrefillNeitherLoseNorRepeatScores) {
     ASSERT_EQ(crowded[i].tokens, alone[i].tokens) << name;
     EXPECT_EQ(crowded[i].logprobs.size(), crowded[i].tokens.size()) << name;
     EXPECT_EQ(crowded[i].prompt_logprobs.size(), requests[i].prompt.size() - 1) << name;
-    expect_same_scores(crowded[i].logprobs, alone[i].logprobs, kTolerance, name);
-    expect_same_scores(crowded[i].prompt_logprobs, alone[i].prompt_logprobs, kTolerance, name);
+    expect_same_scores(crowded[i].logprobs, alone[i].logprobs, kScoreTolerance, name);
+    expect_same_scores(crowded[i].prompt_logprobs, alone[i].prompt_logprobs, kScoreTolerance, name);
   }
   EXPECT_EQ(tiny.used_blocks(), 0);
 }
@@ -193,7 +195,7 @@ TEST_F(TinyLogprobs, PromptScoresAreTheRawLogSoftmaxAlsoWithMaxTokensZero) {
   // Prefilled in chunks of at most 8 tokens.
   const auto results = run({sampled, scoring}, true, ample, {.step_token_budget = 8});
   for (size_t i = 0; i < 2; ++i)
-    expect_scores_match_target(*target, check_cache, i ? scoring : sampled, results[i], kTolerance,
+    expect_scores_match_target(*target, check_cache, i ? scoring : sampled, results[i], kScoreTolerance,
                                i ? "max_tokens 0" : "sampled");
   EXPECT_EQ(results[1].finish, FinishReason::length);
   EXPECT_TRUE(results[1].tokens.empty());
@@ -281,7 +283,7 @@ TEST_F(TinyLogprobs, GreedyScoresAreThoseOfTheProcessedRows) {
   for (size_t i = 0; i < requests.size(); ++i) {
     const std::string name = "session " + std::to_string(i);
     ASSERT_EQ(on[i].tokens, off[i].tokens) << name;
-    expect_same_scores(on[i].logprobs, off[i].logprobs, kTolerance, name);
+    expect_same_scores(on[i].logprobs, off[i].logprobs, kScoreTolerance, name);
     ASSERT_EQ(on[i].logprobs.size(), on[i].tokens.size()) << name;
     for (size_t j = 0; j < on[i].tokens.size(); ++j) {
       ASSERT_FALSE(on[i].logprobs[j].top.empty()) << name;

@@ -48,11 +48,11 @@ json qwen3_30b_a3b() {
     "use_sliding_window": false, "vocab_size": 151936})");
 }
 
-ModelConfig parse(const json& j) { return parse_model_config(j.dump(), "test/config.json"); }
+ModelConfig parse_config(const json& j) { return parse_model_config(j.dump(), "test/config.json"); }
 
-Error parse_error(const json& j) {
+Error config_error(const json& j) {
   try {
-    parse(j);
+    parse_config(j);
   } catch (const Error& e) {
     return e;
   }
@@ -64,7 +64,7 @@ Error parse_error(const json& j) {
 double billions(int64_t n) { return static_cast<double>((n + 50'000'000) / 100'000'000) / 10; }
 
 TEST(MoeConfig, ParsesMixtral8x7b) {
-  const ModelConfig c = parse(mixtral_8x7b());
+  const ModelConfig c = parse_config(mixtral_8x7b());
   EXPECT_EQ(c.architecture, "MixtralForCausalLM");
   EXPECT_TRUE(c.is_moe());
   EXPECT_EQ(c.num_experts, 8);
@@ -86,7 +86,7 @@ TEST(MoeConfig, ParsesMixtral8x7b) {
 }
 
 TEST(MoeConfig, ParsesQwen3_30bA3b) {
-  const ModelConfig c = parse(qwen3_30b_a3b());
+  const ModelConfig c = parse_config(qwen3_30b_a3b());
   EXPECT_EQ(c.architecture, "Qwen3MoeForCausalLM");
   EXPECT_EQ(c.num_experts, 128);
   EXPECT_EQ(c.moe_top_k, 8);
@@ -104,11 +104,11 @@ TEST(MoeConfig, ParsesQwen3_30bA3b) {
   // Hugging Face's default norm_topk_prob is false (Qwen3MoeConfig).
   json j = qwen3_30b_a3b();
   j.erase("norm_topk_prob");
-  EXPECT_FALSE(parse(j).moe_norm_topk_prob);
+  EXPECT_FALSE(parse_config(j).moe_norm_topk_prob);
   // A dense model's active count is its total.
   j = mixtral_8x7b();
   j["architectures"] = {"MistralForCausalLM"};
-  const ModelConfig dense = parse(j);
+  const ModelConfig dense = parse_config(j);
   EXPECT_FALSE(dense.is_moe());
   EXPECT_EQ(dense.active_parameter_count(), dense.parameter_count());
 }
@@ -122,11 +122,11 @@ TEST(MoeConfig, ShapesForDummyWeightsParse) {
     return parse_model_config(text.str(), name);
   };
   const ModelConfig qwen = read("qwen3-30b-a3b.json");
-  EXPECT_EQ(qwen.parameter_count(), parse(qwen3_30b_a3b()).parameter_count());
-  EXPECT_EQ(qwen.active_parameter_count(), parse(qwen3_30b_a3b()).active_parameter_count());
+  EXPECT_EQ(qwen.parameter_count(), parse_config(qwen3_30b_a3b()).parameter_count());
+  EXPECT_EQ(qwen.active_parameter_count(), parse_config(qwen3_30b_a3b()).active_parameter_count());
   EXPECT_TRUE(qwen.moe_norm_topk_prob);
   const ModelConfig mixtral = read("mixtral-8x7b.json");
-  EXPECT_EQ(mixtral.parameter_count(), parse(mixtral_8x7b()).parameter_count());
+  EXPECT_EQ(mixtral.parameter_count(), parse_config(mixtral_8x7b()).parameter_count());
   EXPECT_EQ(mixtral.num_experts, 8);
   EXPECT_EQ(mixtral.moe_top_k, 2);
   // The benchmark pair of `tandem-bench steps --compare-dummy`: Qwen3-MoE's
@@ -143,7 +143,7 @@ TEST(MoeConfig, ShapesForDummyWeightsParse) {
 
 TEST(MoeConfig, RefusalsNameTheKey) {
   auto refused = [](const json& j, const char* key, ErrorKind kind = ErrorKind::unsupported) {
-    const Error e = parse_error(j);
+    const Error e = config_error(j);
     EXPECT_EQ(e.kind(), kind) << key;
     EXPECT_THAT(e.what(), HasSubstr(std::string("'") + key + "'"));
     EXPECT_THAT(e.what(), HasSubstr("Hint:"));
@@ -161,7 +161,7 @@ TEST(MoeConfig, RefusalsNameTheKey) {
   j["n_shared_experts"] = 2;  // DeepSeek's
   refused(j, "n_shared_experts");
   j["n_shared_experts"] = 0;  // none is fine
-  EXPECT_NO_THROW(parse(j));
+  EXPECT_NO_THROW(parse_config(j));
   j = qwen3_30b_a3b();
   j["kv_lora_rank"] = 512;  // DeepSeek's latent attention
   refused(j, "kv_lora_rank");

@@ -97,7 +97,7 @@ Checkpoint make_checkpoint(const ModelConfig& c) {
   return ck;
 }
 
-std::vector<float> host(Backend& backend, const Buffer& buffer) {
+std::vector<float> read_back(Backend& backend, const Buffer& buffer) {
   std::vector<float> out(buffer.size());
   if (!out.empty()) backend.download(buffer.data(), out);
   return out;
@@ -150,15 +150,15 @@ TEST_P(MoeWeights, ExpertsLoadFusedAndEachRankReadsOnlyItsSlices) {
         const LlamaLayerWeights& lw = w.layers[static_cast<size_t>(l)];
         const std::string p = "model.layers." + std::to_string(l) + "." + n.block;
         EXPECT_TRUE(lw.gate_up.empty());
-        EXPECT_EQ(host(*backend, lw.router), ck.values.at(p + "gate.weight"));  // whole
+        EXPECT_EQ(read_back(*backend, lw.router), ck.values.at(p + "gate.weight"));  // whole
         ASSERT_EQ(lw.expert_gate_up.size(), 4u);
         for (int e = 0; e < 4; ++e) {
           const std::string x = p + "experts." + std::to_string(e) + ".";
           std::vector<float> gate_up = rows_of(ck.values.at(x + n.gate + ".weight"), C, i0, i1);
           const auto up = rows_of(ck.values.at(x + n.up + ".weight"), C, i0, i1);
           gate_up.insert(gate_up.end(), up.begin(), up.end());
-          EXPECT_EQ(host(*backend, lw.expert_gate_up[static_cast<size_t>(e)]), gate_up);
-          EXPECT_EQ(host(*backend, lw.expert_down[static_cast<size_t>(e)]),
+          EXPECT_EQ(read_back(*backend, lw.expert_gate_up[static_cast<size_t>(e)]), gate_up);
+          EXPECT_EQ(read_back(*backend, lw.expert_down[static_cast<size_t>(e)]),
                     cols_of(ck.values.at(x + n.down + ".weight"), I, i0, i1));
         }
       }
@@ -211,9 +211,9 @@ TEST(MoeDummyWeights, ShapesAndDeterminism) {
   EXPECT_EQ(a.layers[1].router.dtype(), Dtype::f32);
   EXPECT_EQ(a.layers[1].expert_gate_up[3].size(), 2u * 8 * 16);
   EXPECT_EQ(a.layers[1].expert_down[3].size(), 16u * 8);
-  EXPECT_EQ(host(*backend, a.layers[1].expert_down[3]), host(*backend, b.layers[1].expert_down[3]));
+  EXPECT_EQ(read_back(*backend, a.layers[1].expert_down[3]), read_back(*backend, b.layers[1].expert_down[3]));
   // Experts differ from each other.
-  EXPECT_NE(host(*backend, a.layers[1].expert_down[2]), host(*backend, a.layers[1].expert_down[3]));
+  EXPECT_NE(read_back(*backend, a.layers[1].expert_down[2]), read_back(*backend, a.layers[1].expert_down[3]));
   EXPECT_EQ(a.bytes_read_per_step(), c.parameter_count() * 4);  // tied
 }
 

@@ -44,12 +44,12 @@ using test_support::TinyModel;
 using test_support::TinyPair;
 using test_stats::Fit;
 
-constexpr double kFalseAlarm = 1e-4;
-constexpr long kSamples = 4000;
-constexpr int kGamma = 4;
+constexpr double kPenaltyFalseAlarm = 1e-4;
+constexpr long kPenaltySamples = 4000;
+constexpr int kPenaltyGamma = 4;
 
 // The request's processing and sampling, as the test's own law reads them.
-struct Setting {
+struct PenaltySetting {
   LogitProcessing processing;
   float temperature = 1.0f;
   float min_p = 0.0f;
@@ -84,7 +84,7 @@ std::vector<std::vector<float>> raw_rows(TinyModel& m, const std::vector<std::ve
 std::vector<double> law_after(const std::vector<float>& raw, const std::vector<int32_t>& prompt,
                               const std::vector<int32_t>& generated,
                               const std::vector<int32_t>& penalized_as_generated,
-                              const Setting& s) {
+                              const PenaltySetting& s) {
   const LogitProcessing& p = s.processing;
   std::vector<double> x(raw.begin(), raw.end());
   for (size_t b = 0; b < p.bias_tokens.size(); ++b) x[p.bias_tokens[b]] += p.bias_values[b];
@@ -125,7 +125,7 @@ struct PairLaw {
   }
 };
 
-PairLaw pair_law(TinyModel& target, const std::vector<int32_t>& prompt, const Setting& s,
+PairLaw pair_law(TinyModel& target, const std::vector<int32_t>& prompt, const PenaltySetting& s,
                  Counting counting) {
   PairLaw law;
   const std::vector<int32_t> none;
@@ -152,21 +152,21 @@ PairLaw pair_law(TinyModel& target, const std::vector<int32_t>& prompt, const Se
 
 // First two tokens of N sessions with distinct seeds, speculation on.
 std::vector<std::array<int32_t, 2>> draw_pairs(TinyPair& pair, const std::vector<int32_t>& prompt,
-                                               const Setting& s) {
+                                               const PenaltySetting& s) {
   constexpr long kChunk = 400;
   constexpr EngineOptions kAllAtOnce{.max_running = kChunk, .step_token_budget = 1 << 16};
   ModelDrafter drafter(pair.draft.model, pair.draft.cache);
   std::vector<std::array<int32_t, 2>> pairs;
-  for (long begin = 0; begin < kSamples; begin += kChunk) {
+  for (long begin = 0; begin < kPenaltySamples; begin += kChunk) {
     SpeculativeEngine engine(pair.target.model, pair.target.cache, drafter, kAllAtOnce);
     std::vector<SessionKey> waiting;
-    for (long i = begin; i < std::min(kSamples, begin + kChunk); ++i) {
+    for (long i = begin; i < std::min(kPenaltySamples, begin + kChunk); ++i) {
       SpeculationRequest request;
       request.prompt = prompt;
-      request.max_new_tokens = kGamma + 1;  // so γ is not cut for what may still come
+      request.max_new_tokens = kPenaltyGamma + 1;  // so γ is not cut for what may still come
       request.sampling = {.temperature = s.temperature, .seed = 9000 + static_cast<uint64_t>(i),
                           .min_p = s.min_p};
-      request.gamma = GammaPolicy{false, kGamma};
+      request.gamma = GammaPolicy{false, kPenaltyGamma};
       request.processing = s.processing;
       waiting.push_back(engine.add(request));
     }
@@ -192,7 +192,7 @@ std::vector<std::array<int32_t, 2>> draw_pairs(TinyPair& pair, const std::vector
 Fit fit_first(const std::vector<std::array<int32_t, 2>>& pairs, const PairLaw& law) {
   std::vector<long> counts(law.first.size());
   for (const auto& p : pairs) ++counts[static_cast<size_t>(p[0])];
-  return test_stats::chi_square_fit(counts, law.first, kFalseAlarm);
+  return test_stats::chi_square_fit(counts, law.first, kPenaltyFalseAlarm);
 }
 
 // Cells (t1, t2) for each t1 with a second row; t1 alone for the rest.
@@ -218,14 +218,14 @@ Fit fit_pair(const std::vector<std::array<int32_t, 2>>& pairs, const PairLaw& la
       counts.push_back(count == pair_counts.end() ? 0 : count->second);
     }
   }
-  return test_stats::chi_square_fit(counts, probs, kFalseAlarm);
+  return test_stats::chi_square_fit(counts, probs, kPenaltyFalseAlarm);
 }
 
 TEST(PenalizedSampling, SpeculativeDrawsFollowThePenalizedTargetLaw) {
   if (!TinyPair::present()) GTEST_FAIL() << "models/tiny is missing: restore it from git";
   TinyPair pair;
   const std::vector<int32_t> prompt = pair.tokenizer.encode("ha ha ha ha ha ha ha ha");
-  Setting s;
+  PenaltySetting s;
   s.processing.presence_penalty = 0.8f;
   s.processing.frequency_penalty = 0.6f;
   s.processing.repetition_penalty = 1.3f;
@@ -241,7 +241,7 @@ TEST(PenalizedSampling, SpeculativeDrawsFollowThePenalizedTargetLaw) {
 
   const PairLaw law = pair_law(pair.target, prompt, s, Counting::correct);
   const auto pairs = draw_pairs(pair, prompt, s);
-  ASSERT_EQ(static_cast<long>(pairs.size()), kSamples);
+  ASSERT_EQ(static_cast<long>(pairs.size()), kPenaltySamples);
   const Fit first = fit_first(pairs, law), both = fit_pair(pairs, law);
   EXPECT_LT(first.statistic, first.critical) << "first token, dof " << first.dof;
   EXPECT_LT(both.statistic, both.critical) << "token pair, dof " << both.dof;
@@ -252,16 +252,16 @@ TEST(PenalizedSampling, SpeculativeDrawsFollowThePenalizedTargetLaw) {
   // against the rate of a history that misses the drafts.
   long repeats = 0;
   for (const auto& p : pairs) repeats += p[0] == p[1];
-  const double z_critical = test_stats::normal_upper_quantile(kFalseAlarm / 2);  // two-sided
+  const double z_critical = test_stats::normal_upper_quantile(kPenaltyFalseAlarm / 2);  // two-sided
   const double rate = law.repeat_rate();
   const double bug_rate = pair_law(pair.target, prompt, s, Counting::drafts_missing).repeat_rate();
-  const double z = test_stats::binomial_z(repeats, kSamples, rate);
-  const double z_bug = test_stats::binomial_z(repeats, kSamples, bug_rate);
-  EXPECT_LT(std::abs(z), z_critical) << "t2 == t1 in " << repeats << " of " << kSamples
+  const double z = test_stats::binomial_z(repeats, kPenaltySamples, rate);
+  const double z_bug = test_stats::binomial_z(repeats, kPenaltySamples, bug_rate);
+  EXPECT_LT(std::abs(z), z_critical) << "t2 == t1 in " << repeats << " of " << kPenaltySamples
                                      << " pairs, expected rate " << rate;
   EXPECT_GT(std::abs(z_bug), z_critical) << "the repeat rate cannot tell a history without drafts";
   std::printf("  t2 == t1: %.4f vs %.4f, z %.2f (critical %.2f); against drafts missing (%.4f): z %.1f\n",
-              static_cast<double>(repeats) / kSamples, rate, z, z_critical, bug_rate, z_bug);
+              static_cast<double>(repeats) / kPenaltySamples, rate, z, z_critical, bug_rate, z_bug);
   for (const auto& [name, counting] :
        {std::pair{"drafts missing from the history", Counting::drafts_missing},
         std::pair{"presence/frequency over the prompt", Counting::prompt_counted}}) {

@@ -15,13 +15,13 @@
 namespace tandem {
 namespace {
 
-ModelConfig config_of(int hidden, int layers) {
+ModelConfig pipeline_config(int hidden, int layers) {
   return test_support::small_llama(hidden, layers, 96, 256);
 }
 
 using Model = test_support::RandomModel;
 
-std::vector<std::vector<int32_t>> prompts() {
+std::vector<std::vector<int32_t>> pipeline_prompts() {
   return {{1, 2, 3, 4, 5}, {7}, {9, 9, 9, 9, 9, 9, 9, 9, 20}, {50, 51, 52, 50, 51, 52, 50},
           {3, 14, 15, 92, 65, 35, 89, 79}, {11, 12}};
 }
@@ -40,7 +40,7 @@ Outcome run(Model& target, Model& draft, PipelineMode mode, SamplingParams sampl
   SpeculativeEngine engine(target.model, target.cache, drafter);
   engine.set_pipeline({mode, 0.0});  // every session drafts ahead when the mode says so
   std::vector<SessionKey> keys;
-  for (const auto& prompt : prompts()) {
+  for (const auto& prompt : pipeline_prompts()) {
     SpeculationRequest request;
     request.prompt = prompt;
     request.max_new_tokens = max_tokens;
@@ -69,13 +69,13 @@ Outcome run(Model& target, Model& draft, PipelineMode mode, SamplingParams sampl
   return result;
 }
 
-SamplingParams greedy() {
+SamplingParams greedy_params() {
   SamplingParams p;
   p.temperature = 0;
   return p;
 }
 
-SamplingParams seeded(uint64_t seed) {
+SamplingParams seeded_params(uint64_t seed) {
   SamplingParams p;
   p.temperature = 0.9f;
   p.top_k = 40;
@@ -87,11 +87,11 @@ class PipelinedSpeculation : public ::testing::TestWithParam<PipelineMode> {};
 
 TEST_P(PipelinedSpeculation, GreedyOutputIsIdenticalWithPipeliningOnOrOff) {
   auto backend = make_cpu_backend();
-  Model target(*backend, config_of(64, 2), 1);
-  Model draft(*backend, config_of(32, 1), 2);
+  Model target(*backend, pipeline_config(64, 2), 1);
+  Model draft(*backend, pipeline_config(32, 1), 2);
   for (int gamma : {1, 3, 5}) {
-    const Outcome off = run(target, draft, PipelineMode::off, greedy(), gamma, 30);
-    const Outcome on = run(target, draft, GetParam(), greedy(), gamma, 30);
+    const Outcome off = run(target, draft, PipelineMode::off, greedy_params(), gamma, 30);
+    const Outcome on = run(target, draft, GetParam(), greedy_params(), gamma, 30);
     EXPECT_EQ(on.tokens, off.tokens) << "gamma " << gamma;
     EXPECT_EQ(off.pipelined_steps, 0);
     EXPECT_GT(on.pipelined_steps, 0) << "the forced mode never ran";
@@ -100,11 +100,11 @@ TEST_P(PipelinedSpeculation, GreedyOutputIsIdenticalWithPipeliningOnOrOff) {
 
 TEST_P(PipelinedSpeculation, SeededSampledOutputIsIdenticalWithPipeliningOnOrOff) {
   auto backend = make_cpu_backend();
-  Model target(*backend, config_of(64, 2), 1);
-  Model draft(*backend, config_of(32, 1), 2);
+  Model target(*backend, pipeline_config(64, 2), 1);
+  Model draft(*backend, pipeline_config(32, 1), 2);
   for (uint64_t seed : {7u, 8u}) {
-    const Outcome off = run(target, draft, PipelineMode::off, seeded(seed), 4, 30);
-    const Outcome on = run(target, draft, GetParam(), seeded(seed), 4, 30);
+    const Outcome off = run(target, draft, PipelineMode::off, seeded_params(seed), 4, 30);
+    const Outcome on = run(target, draft, GetParam(), seeded_params(seed), 4, 30);
     EXPECT_EQ(on.tokens, off.tokens) << "seed " << seed;
     EXPECT_GT(on.pipelined_steps, 0);
   }
@@ -121,15 +121,15 @@ TEST(PipelinedSpeculation, DraftingAheadOfAPerfectDraftAlwaysHits) {
   // the target's own token, so after the first block every block is drafted
   // ahead and verified without drafting.
   auto backend = make_cpu_backend();
-  Model target(*backend, config_of(64, 2), 1);
-  Model draft(*backend, config_of(64, 2), 1);
-  const Outcome off = run(target, draft, PipelineMode::off, greedy(), 3, 24);
-  const Outcome on = run(target, draft, PipelineMode::ahead, greedy(), 3, 24);
+  Model target(*backend, pipeline_config(64, 2), 1);
+  Model draft(*backend, pipeline_config(64, 2), 1);
+  const Outcome off = run(target, draft, PipelineMode::off, greedy_params(), 3, 24);
+  const Outcome on = run(target, draft, PipelineMode::ahead, greedy_params(), 3, 24);
   EXPECT_EQ(on.tokens, off.tokens);
   EXPECT_GT(on.ahead_drafts, 0);
   // Only the last block of each session (nothing left to draft ahead for)
   // and blocks cut by max_tokens may miss.
-  EXPECT_GE(on.ahead_hits, on.ahead_drafts - 2 * static_cast<int>(prompts().size()));
+  EXPECT_GE(on.ahead_hits, on.ahead_drafts - 2 * static_cast<int>(pipeline_prompts().size()));
   EXPECT_EQ(on.steps, off.steps);  // same blocks, same steps: only the drafting moved
   // The ready blocks were the right ones: a perfect draft's blocks are
   // accepted whole, whenever they were drafted.
@@ -139,9 +139,9 @@ TEST(PipelinedSpeculation, DraftingAheadOfAPerfectDraftAlwaysHits) {
 
 TEST(PipelinedSpeculation, PingPongAlternatesTwoGroups) {
   auto backend = make_cpu_backend();
-  Model target(*backend, config_of(64, 2), 1);
-  Model draft(*backend, config_of(32, 1), 2);
-  const Outcome on = run(target, draft, PipelineMode::pingpong, greedy(), 3, 30);
+  Model target(*backend, pipeline_config(64, 2), 1);
+  Model draft(*backend, pipeline_config(32, 1), 2);
+  const Outcome on = run(target, draft, PipelineMode::pingpong, greedy_params(), 3, 30);
   // Half the decoding sessions sit each pass out while they draft.
   EXPECT_GT(on.apart_sessions, on.pipelined_steps);
 }
@@ -150,9 +150,9 @@ TEST(PipelinedSpeculation, ADrafterThatCannotOverlapStepsPlainly) {
   // Without a device of its own, the draft would only take turns with the
   // target: automatic pipelining keeps plain steps.
   auto backend = make_cpu_backend();
-  Model target(*backend, config_of(64, 2), 1);
-  Model draft(*backend, config_of(32, 1), 2);
-  const Outcome automatic = run(target, draft, PipelineMode::automatic, greedy(), 3, 20,
+  Model target(*backend, pipeline_config(64, 2), 1);
+  Model draft(*backend, pipeline_config(32, 1), 2);
+  const Outcome automatic = run(target, draft, PipelineMode::automatic, greedy_params(), 3, 20,
                             /*draft_apart=*/false);
   EXPECT_EQ(automatic.pipelined_steps, 0);
 }

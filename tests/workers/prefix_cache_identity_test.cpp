@@ -67,18 +67,18 @@ std::vector<std::vector<int32_t>> shared_prompts(const Tokenizer& tokenizer) {
 }
 
 // Requests take turns between three modes, so that one run covers them all.
-struct Mode {
+struct CacheMode {
   const char* name;
   bool greedy;
   Coupling coupling;
   GammaPolicy gamma;  // rejection: fixed, so its seeded draws do not depend on timings
 };
-const Mode kModes[] = {{"greedy", true, Coupling::rejection, GammaPolicy{true, 8}},
+const CacheMode kCacheModes[] = {{"greedy", true, Coupling::rejection, GammaPolicy{true, 8}},
                        {"seeded_gumbel", false, Coupling::gumbel, GammaPolicy{true, 8}},
                        {"seeded_rejection", false, Coupling::rejection, GammaPolicy{false, 4}}};
 
 SpeculationRequest request_for(const std::vector<int32_t>& prompt, int index) {
-  const Mode& mode = kModes[index % 3];
+  const CacheMode& mode = kCacheModes[index % 3];
   SpeculationRequest r;
   r.prompt = prompt;
   r.max_new_tokens = 16;
@@ -145,7 +145,7 @@ Audit audit_cached_blocks(test_support::TinyModel& m, Backend& backend) {
   return audit;
 }
 
-struct EngineRun {
+struct CachedEngineRun {
   Outputs outputs;
   std::vector<int> cached_tokens;  // per request, as reported
   std::vector<std::vector<TokenLogprob>> prompt_scores;  // per request, when it asked
@@ -155,7 +155,7 @@ struct EngineRun {
 
 // The requests through one engine, `batch` at a time (a group runs to
 // completion before the next joins).
-EngineRun run(int blocks, bool caching, const std::vector<SpeculationRequest>& requests, size_t batch,
+CachedEngineRun run(int blocks, bool caching, const std::vector<SpeculationRequest>& requests, size_t batch,
         int max_running = 64) {
   TinyPair pair(blocks);
   if (caching) {
@@ -167,7 +167,7 @@ EngineRun run(int blocks, bool caching, const std::vector<SpeculationRequest>& r
   options.max_running = max_running;
   options.step_token_budget = 96;  // long prompts are prefilled in chunks
   SpeculativeEngine engine(pair.target.model, pair.target.cache, drafter, options);
-  EngineRun out;
+  CachedEngineRun out;
   for (size_t from = 0; from < requests.size(); from += batch) {
     std::vector<SessionKey> keys;
     for (size_t i = from; i < std::min(requests.size(), from + batch); ++i)
@@ -216,11 +216,11 @@ TEST_F(PrefixCacheIdentity, FiftySharedPrefixPromptsGiveTheSameTokensCachedOrNot
     requests.push_back(request_for(prompts[i], static_cast<int>(i)));
   // Eight at a time: sessions share blocks while they run, and later groups
   // reuse what earlier ones left.
-  const EngineRun off = run(640, false, requests, 8);
-  const EngineRun on = run(640, true, requests, 8);
+  const CachedEngineRun off = run(640, false, requests, 8);
+  const CachedEngineRun on = run(640, true, requests, 8);
   ASSERT_EQ(on.outputs.size(), off.outputs.size());
   for (size_t i = 0; i < off.outputs.size(); ++i)
-    EXPECT_EQ(on.outputs[i], off.outputs[i]) << kModes[i % 3].name << ", prompt " << i;
+    EXPECT_EQ(on.outputs[i], off.outputs[i]) << kCacheModes[i % 3].name << ", prompt " << i;
   EXPECT_EQ(off.target.hits, 0u);
   EXPECT_GT(on.target.hits, 0u) << "the stems were never reused";
   EXPECT_GT(on.draft.hits, 0u) << "the draft never reused a stem";
@@ -234,7 +234,7 @@ TEST_F(PrefixCacheIdentity, ASecondChatTurnReusesTheFirstAnswerAndKeepsItsTokens
   const auto prompts = shared_prompts(*tokenizer_);
   std::vector<SpeculationRequest> first;
   for (int i = 0; i < 10; ++i) first.push_back(request_for(prompts[static_cast<size_t>(i)], i));
-  const EngineRun turn1 = run(640, false, first, 10);
+  const CachedEngineRun turn1 = run(640, false, first, 10);
   // Turn two: the whole first exchange, then more text.
   std::vector<SpeculationRequest> both = first;
   for (int i = 0; i < 10; ++i) {
@@ -245,8 +245,8 @@ TEST_F(PrefixCacheIdentity, ASecondChatTurnReusesTheFirstAnswerAndKeepsItsTokens
     prompt.insert(prompt.end(), more.begin(), more.end());
     both.push_back(request_for(prompt, 100 + i));
   }
-  const EngineRun off = run(640, false, both, 10);
-  const EngineRun on = run(640, true, both, 10);
+  const CachedEngineRun off = run(640, false, both, 10);
+  const CachedEngineRun on = run(640, true, both, 10);
   for (size_t i = 0; i < both.size(); ++i)
     EXPECT_EQ(on.outputs[i], off.outputs[i]) << "request " << i;
   for (size_t i = 10; i < both.size(); ++i) {
@@ -266,10 +266,10 @@ TEST_F(PrefixCacheIdentity, ASmallCacheThatPreemptsAndEvictsStillGivesTheSameTok
   }
   // 14 blocks of 16 hold about three of these sessions: sessions are
   // preempted as they grow, and cached blocks are evicted to make room.
-  const EngineRun off = run(14, false, requests, 24);
-  const EngineRun on = run(14, true, requests, 24);
+  const CachedEngineRun off = run(14, false, requests, 24);
+  const CachedEngineRun on = run(14, true, requests, 24);
   for (size_t i = 0; i < off.outputs.size(); ++i)
-    EXPECT_EQ(on.outputs[i], off.outputs[i]) << kModes[i % 3].name << ", prompt " << i;
+    EXPECT_EQ(on.outputs[i], off.outputs[i]) << kCacheModes[i % 3].name << ", prompt " << i;
   EXPECT_GT(on.preemptions, 0u) << "the cache was meant to be too small";
   EXPECT_GT(on.target.hits, 0u);
 }
@@ -283,8 +283,8 @@ TEST_F(PrefixCacheIdentity, TheChoicesOfOnePromptShareItsBlocks) {
   prompt.insert(prompt.end(), prompts[1].begin(), prompts[1].end());
   std::vector<SpeculationRequest> choices;
   for (int i = 0; i < 4; ++i) choices.push_back(request_for(prompt, 1 + (i % 2) + 3 * i));
-  const EngineRun off = run(640, false, choices, 4);
-  const EngineRun on = run(640, true, choices, 4);
+  const CachedEngineRun off = run(640, false, choices, 4);
+  const CachedEngineRun on = run(640, true, choices, 4);
   EXPECT_EQ(on.outputs, off.outputs);
   const int reusable = (static_cast<int>(prompt.size()) - 1) / 16 * 16;
   EXPECT_EQ(on.cached_tokens[0], 0);
@@ -304,7 +304,7 @@ TEST_F(PrefixCacheIdentity, SaltsKeepTenantsApartAndPromptScoresAreComputed) {
     requests.push_back(request_for(prompts[0], 0));
     requests.back().prompt_logprobs = true;
   }
-  const EngineRun on = run(640, true, requests, 1);
+  const CachedEngineRun on = run(640, true, requests, 1);
   const int reusable = (static_cast<int>(prompts[0].size()) - 1) / 16 * 16;
   EXPECT_EQ(on.cached_tokens, (std::vector<int>{0, reusable, 0, reusable, 0, 0, 0}))
       << "salts 0, 0, 7, 7, 8, then two echoes";

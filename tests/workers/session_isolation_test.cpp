@@ -29,12 +29,12 @@
 namespace tandem {
 namespace {
 
-constexpr int kVocab = 512;  // large, so that some token appears in no other session
+constexpr int kIsolationVocab = 512;  // large, so that some token appears in no other session
 constexpr int kSessions = 16;
 constexpr int kPoisoned = 5;
 
-ModelConfig config_of(int hidden, int layers) {
-  return test_support::small_llama(hidden, layers, kVocab, 256);
+ModelConfig isolation_config(int hidden, int layers) {
+  return test_support::small_llama(hidden, layers, kIsolationVocab, 256);
 }
 
 // Rows of the embedding of `poison` (a token id) come out NaN: everything
@@ -73,12 +73,12 @@ class SessionIsolation : public ::testing::TestWithParam<BackendKind> {
     backend->set_batch_invariant(true);  // the CPU always is
     target_backend = std::make_unique<PoisonBackend>(*backend, 64);
     draft_backend = std::make_unique<PoisonBackend>(*backend, 32);
-    target = std::make_unique<test_support::RandomModel>(*target_backend, config_of(64, 2), 1);
-    draft = std::make_unique<test_support::RandomModel>(*draft_backend, config_of(32, 1), 2);
+    target = std::make_unique<test_support::RandomModel>(*target_backend, isolation_config(64, 2), 1);
+    draft = std::make_unique<test_support::RandomModel>(*draft_backend, isolation_config(32, 1), 2);
     model_drafter = std::make_unique<ModelDrafter>(draft->model, draft->cache);
     for (int i = 0; i < kSessions; ++i) {
       SpeculationRequest r;
-      for (int j = 0; j < 6 + i % 7; ++j) r.prompt.push_back((31 * i + 17 * j + 3) % kVocab);
+      for (int j = 0; j < 6 + i % 7; ++j) r.prompt.push_back((31 * i + 17 * j + 3) % kIsolationVocab);
       r.max_new_tokens = 24;
       if (i % 2) r.sampling = {.temperature = 0.9f, .top_k = 50, .top_p = 0.9f, .seed = 900u + i};
       else r.sampling.temperature = 0.0f;
@@ -114,7 +114,7 @@ class SessionIsolation : public ::testing::TestWithParam<BackendKind> {
       used.insert(requests[i].prompt.begin(), requests[i].prompt.end());
       used.insert(alone[i].tokens.begin(), alone[i].tokens.end());
     }
-    for (int32_t t = kVocab - 1; t >= 0; --t)
+    for (int32_t t = kIsolationVocab - 1; t >= 0; --t)
       if (!used.count(t)) return t;
     ADD_FAILURE() << "every token id is used";
     return 0;
@@ -266,7 +266,7 @@ TEST_P(SessionIsolation, ASessionThatCanNeverFitTheKvCacheIsRefusedWhenAdded) {
 // session on the coordinator): its block or proposal carries the fault, and
 // the others' are what they are without it.
 TEST_P(SessionIsolation, VerificationAndDraftingReportOneSessionsFaultInItsOwnResult) {
-  constexpr int V = kVocab;
+  constexpr int V = kIsolationVocab;
   auto block = [](uint64_t session, SamplingParams sampling) {
     TargetStep::Sequence s;
     s.tokens = {4, 9, 11};  // one committed token, then the drafts

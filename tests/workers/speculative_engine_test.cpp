@@ -54,7 +54,7 @@ class SpeculativeEngineTest : public ::testing::TestWithParam<BackendCase> {
   }
 };
 
-std::vector<std::vector<int32_t>> prompts() {
+std::vector<std::vector<int32_t>> engine_prompts() {
   return {{1, 2, 3, 4, 5}, {7}, {9, 9, 9, 9, 9, 9, 9, 9, 9, 9, 9, 9, 9, 9, 9, 9, 9, 9, 9, 20},
           {50, 51, 52, 50, 51, 52, 50}, {3, 14, 15, 92, 65, 35, 89, 79, 32, 38, 46, 26, 43}};
 }
@@ -97,7 +97,7 @@ TEST_P(SpeculativeEngineTest, GreedyOutputEqualsPlainGreedyForEveryGammaAndDraft
   SamplingParams greedy;
   greedy.temperature = 0;
   std::vector<std::vector<int32_t>> expected;
-  for (const auto& prompt : prompts()) expected.push_back(plain(target, prompt, 40, greedy));
+  for (const auto& prompt : engine_prompts()) expected.push_back(plain(target, prompt, 40, greedy));
 
   ModelDrafter model_drafter(draft.model, draft.cache);
   NgramDrafter ngram;
@@ -105,7 +105,7 @@ TEST_P(SpeculativeEngineTest, GreedyOutputEqualsPlainGreedyForEveryGammaAndDraft
   for (Drafter* drafter : std::vector<Drafter*>{&model_drafter, &ngram, &none}) {
     for (int gamma = 1; gamma <= 8; ++gamma) {
       const auto results =
-          speculative(target, *drafter, prompts(), 40, greedy, GammaPolicy{false, gamma});
+          speculative(target, *drafter, engine_prompts(), 40, greedy, GammaPolicy{false, gamma});
       for (size_t i = 0; i < results.size(); ++i)
         EXPECT_EQ(results[i].tokens, expected[i]) << drafter->name() << " gamma " << gamma;
     }
@@ -124,11 +124,11 @@ TEST_P(SpeculativeEngineTest, Qwen3GreedyOutputEqualsPlainGreedy) {
   SamplingParams greedy;
   greedy.temperature = 0;
   std::vector<std::vector<int32_t>> expected;
-  for (const auto& prompt : prompts()) expected.push_back(plain(target, prompt, 40, greedy));
+  for (const auto& prompt : engine_prompts()) expected.push_back(plain(target, prompt, 40, greedy));
   ModelDrafter model_drafter(draft.model, draft.cache);
   for (int gamma : {1, 3, 8}) {
     const auto results =
-        speculative(target, model_drafter, prompts(), 40, greedy, GammaPolicy{false, gamma});
+        speculative(target, model_drafter, engine_prompts(), 40, greedy, GammaPolicy{false, gamma});
     for (size_t i = 0; i < results.size(); ++i)
       EXPECT_EQ(results[i].tokens, expected[i]) << "gamma " << gamma;
   }
@@ -153,23 +153,23 @@ TEST_P(SpeculativeEngineTest, MoeTargetGreedyOutputEqualsPlainGreedyAndSeededRep
     ModelDrafter drafter(draft.model, draft.cache);
     SamplingParams greedy;
     greedy.temperature = 0;
-    for (size_t i = 0; i < prompts().size(); ++i) {
-      const std::vector<int32_t> expected = plain(target, prompts()[i], 30, greedy);
+    for (size_t i = 0; i < engine_prompts().size(); ++i) {
+      const std::vector<int32_t> expected = plain(target, engine_prompts()[i], 30, greedy);
       for (int gamma : {1, 4}) {
         const auto alone =
-            speculative(target, drafter, {prompts()[i]}, 30, greedy, GammaPolicy{false, gamma});
+            speculative(target, drafter, {engine_prompts()[i]}, 30, greedy, GammaPolicy{false, gamma});
         EXPECT_EQ(alone[0].tokens, expected) << "prompt " << i << ", gamma " << gamma;
       }
     }
     SamplingParams sampled;
     sampled.temperature = 1.0f;
     sampled.seed = 2024;
-    const auto batch = speculative(target, drafter, prompts(), 25, sampled, GammaPolicy{false, 3});
-    const auto again = speculative(target, drafter, prompts(), 25, sampled, GammaPolicy{false, 3});
-    for (size_t i = 0; i < prompts().size(); ++i) {
+    const auto batch = speculative(target, drafter, engine_prompts(), 25, sampled, GammaPolicy{false, 3});
+    const auto again = speculative(target, drafter, engine_prompts(), 25, sampled, GammaPolicy{false, 3});
+    for (size_t i = 0; i < engine_prompts().size(); ++i) {
       EXPECT_EQ(again[i].tokens, batch[i].tokens) << "prompt " << i;
       const auto alone =
-          speculative(target, drafter, {prompts()[i]}, 25, sampled, GammaPolicy{false, 3});
+          speculative(target, drafter, {engine_prompts()[i]}, 25, sampled, GammaPolicy{false, 3});
       EXPECT_EQ(alone[0].tokens, batch[i].tokens) << "prompt " << i;
     }
     EXPECT_EQ(target.cache.used_blocks(), 0);
@@ -246,7 +246,7 @@ TEST_P(SpeculativeEngineTest, DraftEqualToTargetIsAlwaysAccepted) {
   SamplingParams sampled;
   sampled.temperature = 1.0f;
   sampled.seed = 5;
-  const auto results = speculative(target, drafter, prompts(), 30, sampled, GammaPolicy{false, 5});
+  const auto results = speculative(target, drafter, engine_prompts(), 30, sampled, GammaPolicy{false, 5});
   for (const auto& r : results) {
     EXPECT_EQ(r.stats.accepted_tokens, r.stats.draft_tokens);
     EXPECT_NEAR(r.stats.alpha(), 1.0, 1e-5);
@@ -265,9 +265,9 @@ TEST_P(SpeculativeEngineTest, WithoutDraftsSampledOutputIsPlainDecodingExactly) 
   sampled.top_k = 20;
   sampled.top_p = 0.9f;
   sampled.seed = 77;
-  const auto results = speculative(target, none, prompts(), 25, sampled, GammaPolicy{false, 4});
+  const auto results = speculative(target, none, engine_prompts(), 25, sampled, GammaPolicy{false, 4});
   for (size_t i = 0; i < results.size(); ++i)
-    EXPECT_EQ(results[i].tokens, plain(target, prompts()[i], 25, sampled));
+    EXPECT_EQ(results[i].tokens, plain(target, engine_prompts()[i], 25, sampled));
 }
 
 TEST_P(SpeculativeEngineTest, SeededSessionsReplayWhateverTheBatch) {
@@ -278,10 +278,10 @@ TEST_P(SpeculativeEngineTest, SeededSessionsReplayWhateverTheBatch) {
   SamplingParams sampled;
   sampled.temperature = 1.0f;
   sampled.seed = 123;
-  const auto batch = speculative(target, drafter, prompts(), 30, sampled, GammaPolicy{false, 3});
-  for (size_t i = 0; i < prompts().size(); ++i) {
+  const auto batch = speculative(target, drafter, engine_prompts(), 30, sampled, GammaPolicy{false, 3});
+  for (size_t i = 0; i < engine_prompts().size(); ++i) {
     const auto alone =
-        speculative(target, drafter, {prompts()[i]}, 30, sampled, GammaPolicy{false, 3});
+        speculative(target, drafter, {engine_prompts()[i]}, 30, sampled, GammaPolicy{false, 3});
     EXPECT_EQ(alone[0].tokens, batch[i].tokens) << "prompt " << i;
   }
 }
@@ -302,12 +302,12 @@ TEST_P(SpeculativeEngineTest, ADraftOnABackendOfItsOwnGivesTheSameOutputs) {
   sampled.top_k = 40;
   sampled.seed = 321;
   ModelDrafter shared(shared_draft.model, shared_draft.cache);
-  const auto expected = speculative(target, shared, prompts(), 30, sampled, GammaPolicy{false, 4});
+  const auto expected = speculative(target, shared, engine_prompts(), 30, sampled, GammaPolicy{false, 4});
   ModelDrafter own(own_draft.model, own_draft.cache);
   own.run_apart(true);
-  const auto got = speculative(target, own, prompts(), 30, sampled, GammaPolicy{false, 4});
+  const auto got = speculative(target, own, engine_prompts(), 30, sampled, GammaPolicy{false, 4});
   int64_t drafted = 0;
-  for (size_t i = 0; i < prompts().size(); ++i) {
+  for (size_t i = 0; i < engine_prompts().size(); ++i) {
     EXPECT_EQ(got[i].tokens, expected[i].tokens) << "prompt " << i;
     EXPECT_EQ(got[i].stats.accepted_tokens, expected[i].stats.accepted_tokens) << "prompt " << i;
     drafted += got[i].stats.draft_tokens;
@@ -322,11 +322,11 @@ TEST_P(SpeculativeEngineTest, StopTokensLengthAndCancellation) {
   ModelDrafter drafter(draft.model, draft.cache);
   SamplingParams greedy;
   greedy.temperature = 0;
-  const auto free_run = plain(target, prompts()[0], 20, greedy);
+  const auto free_run = plain(target, engine_prompts()[0], 20, greedy);
 
   SpeculativeEngine engine(target.model, target.cache, drafter);
   SpeculationRequest request;
-  request.prompt = prompts()[0];
+  request.prompt = engine_prompts()[0];
   request.max_new_tokens = 20;
   request.sampling = greedy;
   request.gamma = GammaPolicy{false, 6};

@@ -17,6 +17,7 @@
 #include <nlohmann/json.hpp>
 #include <vector>
 
+#include "tests/support/tiny_models.h"
 #include "workers/kv_cache.h"
 #include "workers/llama_model.h"
 #include "workers/llama_weights.h"
@@ -26,21 +27,22 @@
 namespace tandem {
 namespace {
 
+using test_support::kTinyPair;
+using test_support::kTinyBlockSize;
+
 namespace fs = std::filesystem;
-const fs::path kTiny = fs::path(TANDEM_SOURCE_DIR) / "models" / "tiny";
-constexpr int kBlockSize = 16;
 constexpr int kBlocks = 32;
 
 using Tokens = std::vector<int32_t>;
 
-class TargetKvMirror : public testing::Test {
+class TargetKvMirror : public ::testing::Test {
  protected:
   void SetUp() override {
-    ASSERT_TRUE(fs::exists(kTiny / "target" / "model.safetensors"))
+    ASSERT_TRUE(fs::exists(kTinyPair / "target" / "model.safetensors"))
         << "models/tiny is missing: run tools/train/reproduce.sh or restore it from git";
     target = std::make_unique<LlamaModel>(
-        config, load_llama_weights(kTiny / "target", config, *backend), *backend);
-    std::ifstream file(kTiny / "eval_reference.json");
+        config, load_llama_weights(kTinyPair / "target", config, *backend), *backend);
+    std::ifstream file(kTinyPair / "eval_reference.json");
     windows = nlohmann::json::parse(file).at("windows").get<std::vector<Tokens>>();
     ASSERT_GE(windows.size(), 3u);
   }
@@ -119,7 +121,7 @@ class TargetKvMirror : public testing::Test {
   }
 
   std::unique_ptr<Backend> backend = make_cpu_backend();
-  const ModelConfig config = load_model_config(kTiny / "target");
+  const ModelConfig config = load_model_config(kTinyPair / "target");
   std::unique_ptr<LlamaModel> target;
   std::vector<Tokens> windows;
 };
@@ -148,7 +150,7 @@ void expect_bitwise_equal(const std::vector<std::vector<TokenLogprob>>& a,
 }
 
 TEST_F(TargetKvMirror, DrivenMirrorReadsAndWritesTheCoordinatorsBlocks) {
-  PagedKvCache in_process(config, kBlocks, kBlockSize, *backend);
+  PagedKvCache in_process(config, kBlocks, kTinyBlockSize, *backend);
   in_process.enable_prefix_caching(kBlocks);
   TargetStepRunner shared(*target, in_process, TargetStepRunner::CacheMode::shared);
   int attached_in_process = 0;
@@ -157,9 +159,9 @@ TEST_F(TargetKvMirror, DrivenMirrorReadsAndWritesTheCoordinatorsBlocks) {
 
   // The coordinator: accounting only, prefix caching on. The rank: a cache
   // of the same size that never allocates (adopt_blocks).
-  PagedKvCache accounting(config, kBlocks, kBlockSize, *backend, {}, PagedKvCache::Storage::none);
+  PagedKvCache accounting(config, kBlocks, kTinyBlockSize, *backend, {}, PagedKvCache::Storage::none);
   accounting.enable_prefix_caching(kBlocks);
-  PagedKvCache rank(config, kBlocks, kBlockSize, *backend);
+  PagedKvCache rank(config, kBlocks, kTinyBlockSize, *backend);
   TargetStepRunner mirrored(*target, rank, TargetStepRunner::CacheMode::mirrored);
   int attached = 0;
   const auto got = script(accounting, mirrored, attached);
@@ -169,7 +171,7 @@ TEST_F(TargetKvMirror, DrivenMirrorReadsAndWritesTheCoordinatorsBlocks) {
 }
 
 TEST_F(TargetKvMirror, TablesStartAtBlockZeroOnlyForANewSequence) {
-  PagedKvCache accounting(config, kBlocks, kBlockSize, *backend, {}, PagedKvCache::Storage::none);
+  PagedKvCache accounting(config, kBlocks, kTinyBlockSize, *backend, {}, PagedKvCache::Storage::none);
   TargetKv kv(accounting);
   const SequenceId seq = accounting.create_sequence();
   ASSERT_TRUE(accounting.reserve(seq, 40));
@@ -202,7 +204,7 @@ TEST_F(TargetKvMirror, TablesStartAtBlockZeroOnlyForANewSequence) {
 }
 
 TEST_F(TargetKvMirror, ANewSequenceWhoseTableSkipsBlocksIsRefused) {
-  PagedKvCache rank(config, kBlocks, kBlockSize, *backend);
+  PagedKvCache rank(config, kBlocks, kTinyBlockSize, *backend);
   TargetStepRunner mirrored(*target, rank, TargetStepRunner::CacheMode::mirrored);
   TargetStep step;
   step.step = 3;

@@ -10,13 +10,12 @@
 
 #include "common/tokenizer/tokenizer.h"
 #include "kernels/backend.h"
+#include "tests/support/tiny_models.h"
 #include "workers/kv_cache.h"
 #include "workers/llama_model.h"
 #include "workers/llama_weights.h"
 
 namespace tandem::test_support {
-
-inline const std::filesystem::path kTinyPair = std::filesystem::path(TANDEM_SOURCE_DIR) / "models" / "tiny";
 
 struct TinyModel {
   TinyModel(const std::filesystem::path& dir, Backend& backend, int blocks)

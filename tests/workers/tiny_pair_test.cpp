@@ -13,6 +13,7 @@
 #include <sstream>
 
 #include "common/tokenizer/tokenizer.h"
+#include "tests/support/tiny_models.h"
 #include "workers/kv_cache.h"
 #include "workers/llama_model.h"
 #include "workers/llama_weights.h"
@@ -21,8 +22,9 @@
 namespace tandem {
 namespace {
 
+using test_support::kTinyPair;
+
 namespace fs = std::filesystem;
-const fs::path kTiny = fs::path(TANDEM_SOURCE_DIR) / "models" / "tiny";
 
 struct Loaded {
   std::unique_ptr<Backend> backend = make_cpu_backend();
@@ -56,14 +58,14 @@ std::vector<double> softmax(const float* row, int V) {
 }
 
 nlohmann::json eval_reference() {
-  std::ifstream file(kTiny / "eval_reference.json");
+  std::ifstream file(kTinyPair / "eval_reference.json");
   EXPECT_TRUE(file.good()) << "models/tiny/eval_reference.json is missing (tools/train/eval.py)";
   return nlohmann::json::parse(file);
 }
 
 TEST(TinyPair, HeldOutCrossEntropyAndAlphaMatchPython) {
   const nlohmann::json ref = eval_reference();
-  Loaded target(kTiny / "target"), draft(kTiny / "draft");
+  Loaded target(kTinyPair / "target"), draft(kTinyPair / "draft");
   const int V = target.model->config().vocab_size;
   ASSERT_EQ(V, draft.model->config().vocab_size);
 
@@ -109,9 +111,9 @@ std::set<std::string> held_out_words(const Tokenizer& tokenizer, const nlohmann:
 }
 
 TEST(TinyPair, GreedyTargetContinuesEnglishWithEnglishWords) {
-  const Tokenizer tokenizer = Tokenizer::load(kTiny / "target");
+  const Tokenizer tokenizer = Tokenizer::load(kTinyPair / "target");
   const std::set<std::string> known = held_out_words(tokenizer, eval_reference());
-  Loaded target(kTiny / "target");
+  Loaded target(kTinyPair / "target");
   int words = 0, known_words = 0;
   for (const char* prompt : {"The house was", "In the morning, the", "He said that the"}) {
     DecodeRequest request;

@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "common/error.h"
+#include "tests/support/tiny_models.h"
 #include "workers/kv_cache.h"
 #include "workers/llama_model.h"
 #include "workers/llama_weights.h"
@@ -27,28 +28,25 @@
 namespace tandem {
 namespace {
 
-namespace fs = std::filesystem;
-const fs::path kTiny = fs::path(TANDEM_SOURCE_DIR) / "models" / "tiny";
-constexpr int kBlockSize = 16;
+using test_support::kTinyPair;
+using test_support::kTinyBlockSize;
+using test_support::held_out_windows;
 
-std::vector<std::vector<int32_t>> held_out_windows() {
-  std::ifstream file(kTiny / "eval_reference.json");
-  EXPECT_TRUE(file.good()) << "models/tiny/eval_reference.json is missing (tools/train/eval.py)";
-  return nlohmann::json::parse(file).at("windows").get<std::vector<std::vector<int32_t>>>();
-}
+namespace fs = std::filesystem;
+
 
 // The tiny pair, twelve requests, and each request's output run alone.
-class TinyScheduling : public testing::Test {
+class TinyScheduling : public ::testing::Test {
  protected:
   void SetUp() override {
     for (const char* part : {"target", "draft"})
-      ASSERT_TRUE(fs::exists(kTiny / part / "model.safetensors"))
+      ASSERT_TRUE(fs::exists(kTinyPair / part / "model.safetensors"))
           << "models/tiny is missing: run tools/train/reproduce.sh or restore it from git";
     target = std::make_unique<LlamaModel>(
-        target_config, load_llama_weights(kTiny / "target", target_config, *backend), *backend);
+        target_config, load_llama_weights(kTinyPair / "target", target_config, *backend), *backend);
     draft = std::make_unique<LlamaModel>(
-        draft_config, load_llama_weights(kTiny / "draft", draft_config, *backend), *backend);
-    draft_cache = std::make_unique<PagedKvCache>(draft_config, 512, kBlockSize, *backend);
+        draft_config, load_llama_weights(kTinyPair / "draft", draft_config, *backend), *backend);
+    draft_cache = std::make_unique<PagedKvCache>(draft_config, 512, kTinyBlockSize, *backend);
     model_drafter = std::make_unique<ModelDrafter>(*draft, *draft_cache);
     drafters = {model_drafter.get(), &ngram};
 
@@ -66,7 +64,7 @@ class TinyScheduling : public testing::Test {
       r.drafter = i % 3 == 2 ? "ngram" : "model";
       requests.push_back(r);
     }
-    PagedKvCache ample(target_config, 64, kBlockSize, *backend);
+    PagedKvCache ample(target_config, 64, kTinyBlockSize, *backend);
     for (const SpeculationRequest& r : requests) {
       SpeculativeEngine engine(*target, ample, drafters);
       const SessionKey key = engine.add(r);
@@ -108,8 +106,8 @@ class TinyScheduling : public testing::Test {
   }
 
   std::unique_ptr<Backend> backend = make_cpu_backend();
-  const ModelConfig target_config = load_model_config(kTiny / "target");
-  const ModelConfig draft_config = load_model_config(kTiny / "draft");
+  const ModelConfig target_config = load_model_config(kTinyPair / "target");
+  const ModelConfig draft_config = load_model_config(kTinyPair / "draft");
   std::unique_ptr<LlamaModel> target, draft;
   std::unique_ptr<PagedKvCache> draft_cache;
   std::unique_ptr<ModelDrafter> model_drafter;
@@ -122,7 +120,7 @@ class TinyScheduling : public testing::Test {
 
 TEST_F(TinyScheduling, PreemptedAndChunkedSessionsEqualTheirRunsAlone) {
   // 16 blocks (256 positions) for twelve sessions of up to 84 tokens each.
-  PagedKvCache tiny(target_config, 16, kBlockSize, *backend);
+  PagedKvCache tiny(target_config, 16, kTinyBlockSize, *backend);
   SpeculativeEngine engine(*target, tiny, drafters, limits);
   expect_outputs_equal_runs_alone(engine);
   EXPECT_EQ(tiny.used_blocks(), 0);
@@ -131,9 +129,9 @@ TEST_F(TinyScheduling, PreemptedAndChunkedSessionsEqualTheirRunsAlone) {
 TEST_F(TinyScheduling, MirroredCacheReplaysTheEnginesAccounting) {
   // The engine decides on a cache without storage; the runner's own cache
   // (same size) follows it from the TargetSteps alone, as a worker rank's.
-  PagedKvCache accounting(target_config, 16, kBlockSize, *backend, {},
+  PagedKvCache accounting(target_config, 16, kTinyBlockSize, *backend, {},
                           PagedKvCache::Storage::none);
-  PagedKvCache mirrored(target_config, 16, kBlockSize, *backend);
+  PagedKvCache mirrored(target_config, 16, kTinyBlockSize, *backend);
   TargetStepRunner runner(*target, mirrored, TargetStepRunner::CacheMode::mirrored);
   SpeculativeEngine engine(target_config, accounting, runner, drafters, limits);
   expect_outputs_equal_runs_alone(engine);
@@ -162,10 +160,10 @@ TEST_F(TinyScheduling, MirroredCacheFollowsPrefixCachingThroughPreemption) {
   // blocks stay cached and its re-admission starts on them, blocks the
   // mirror never saw that sequence hold (TargetStep tables, adopted by the
   // mirror, which itself never caches).
-  PagedKvCache accounting(target_config, 16, kBlockSize, *backend, {},
+  PagedKvCache accounting(target_config, 16, kTinyBlockSize, *backend, {},
                           PagedKvCache::Storage::none);
   accounting.enable_prefix_caching(16);
-  PagedKvCache mirrored(target_config, 16, kBlockSize, *backend);
+  PagedKvCache mirrored(target_config, 16, kTinyBlockSize, *backend);
   TargetStepRunner runner(*target, mirrored, TargetStepRunner::CacheMode::mirrored);
   SpeculativeEngine engine(target_config, accounting, runner, drafters, limits);
   expect_outputs_equal_runs_alone(engine);

@@ -34,6 +34,7 @@
 
 #include "common/tokenizer/tokenizer.h"
 #include "tests/support/statistics.h"
+#include "tests/support/tiny_models.h"
 #include "workers/kv_cache.h"
 #include "workers/llama_model.h"
 #include "workers/llama_weights.h"
@@ -45,11 +46,13 @@
 namespace tandem {
 namespace {
 
+using test_support::kTinyPair;
+using test_support::kTinyBlockSize;
+using test_support::held_out_windows;
+
 namespace fs = std::filesystem;
 using test_stats::Fit;
-const fs::path kTiny = fs::path(TANDEM_SOURCE_DIR) / "models" / "tiny";
 
-constexpr int kBlockSize = 16;
 constexpr int kKvBlocks = 640;        // fits 50 greedy sessions or one sampling chunk
 constexpr int kGreedyTokens = 128;    // new tokens per greedy session
 constexpr double kFalseAlarm = 1e-4;  // per statistical assertion
@@ -65,7 +68,7 @@ SamplingParams sampling(float temperature, int top_k, float top_p, uint64_t seed
 struct LoadedModel {
   LoadedModel(const fs::path& dir, Backend& backend)
       : config(load_model_config(dir)),
-        cache(config, kKvBlocks, kBlockSize, backend),
+        cache(config, kKvBlocks, kTinyBlockSize, backend),
         model(config, load_llama_weights(dir, config, backend), backend) {}
   ModelConfig config;
   PagedKvCache cache;
@@ -78,16 +81,16 @@ class TinySpeculation : public ::testing::Test {
     // The models are build artifacts of tools/train; a missing file must be
     // a loud failure, never a silent skip that reads as "lossless".
     for (const fs::path& file :
-         {kTiny / "target" / "model.safetensors", kTiny / "draft" / "model.safetensors",
-          kTiny / "eval_reference.json"}) {
+         {kTinyPair / "target" / "model.safetensors", kTinyPair / "draft" / "model.safetensors",
+          kTinyPair / "eval_reference.json"}) {
       if (!fs::exists(file))
         GTEST_FAIL() << file << " is missing: run tools/train/reproduce.sh (or restore "
                      << "models/tiny from git) before running the tiny-pair tests";
     }
-    target = std::make_unique<LoadedModel>(kTiny / "target", *backend);
-    draft = std::make_unique<LoadedModel>(kTiny / "draft", *backend);
+    target = std::make_unique<LoadedModel>(kTinyPair / "target", *backend);
+    draft = std::make_unique<LoadedModel>(kTinyPair / "draft", *backend);
     ASSERT_EQ(target->config.vocab_size, draft->config.vocab_size);
-    tokenizer = std::make_unique<Tokenizer>(Tokenizer::load(kTiny / "target"));
+    tokenizer = std::make_unique<Tokenizer>(Tokenizer::load(kTinyPair / "target"));
   }
   void TearDown() override {
     // Every session, finished or taken, gives its KV blocks back.
@@ -103,10 +106,6 @@ class TinySpeculation : public ::testing::Test {
   std::unique_ptr<Tokenizer> tokenizer;
 };
 
-std::vector<std::vector<int32_t>> held_out_windows() {
-  std::ifstream file(kTiny / "eval_reference.json");
-  return nlohmann::json::parse(file).at("windows").get<std::vector<std::vector<int32_t>>>();
-}
 
 // Runs the requests as one batch through one engine; results in request order.
 std::vector<SpeculationResult> run_batch(LoadedModel& target, Drafter& drafter,

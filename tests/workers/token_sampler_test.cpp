@@ -13,17 +13,17 @@
 namespace tandem {
 namespace {
 
-constexpr int V = 32;
+constexpr int kSamplerVocab = 32;
 
 std::vector<float> finite_row() {
-  std::vector<float> row(V);
-  for (int v = 0; v < V; ++v) row[static_cast<size_t>(v)] = 0.1f * static_cast<float>((v * 7) % 11);
+  std::vector<float> row(kSamplerVocab);
+  for (int v = 0; v < kSamplerVocab; ++v) row[static_cast<size_t>(v)] = 0.1f * static_cast<float>((v * 7) % 11);
   return row;
 }
 
 TEST(TokenSampler, NonFiniteLogitsAreRefusedNamingThePosition) {
   auto backend = make_cpu_backend();
-  TokenSampler sampler(*backend, V);
+  TokenSampler sampler(*backend, kSamplerVocab);
   std::vector<SamplingParams> all(3);
   all[0].temperature = 0.0f;
   all[1].seed = 4;
