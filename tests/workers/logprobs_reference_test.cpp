@@ -34,6 +34,8 @@ namespace tandem {
 namespace {
 
 using test_support::kTinyPair;
+using test_support::kTinyDraft;
+using test_support::kTinyTarget;
 
 namespace fs = std::filesystem;
 constexpr double kTolerance = 1e-5;
@@ -56,11 +58,11 @@ double difference(const TokenLogprob& got, const nlohmann::json& want, const std
 
 TEST(LogprobsReference, EngineScoresMatchTheNumpyReference) {
   auto backend = make_cpu_backend();
-  const ModelConfig target_config = load_model_config(kTinyPair / "target");
-  const ModelConfig draft_config = load_model_config(kTinyPair / "draft");
-  LlamaModel target(target_config, load_llama_weights(kTinyPair / "target", target_config, *backend),
+  const ModelConfig target_config = load_model_config(kTinyTarget);
+  const ModelConfig draft_config = load_model_config(kTinyDraft);
+  LlamaModel target(target_config, load_llama_weights(kTinyTarget, target_config, *backend),
                     *backend);
-  LlamaModel draft(draft_config, load_llama_weights(kTinyPair / "draft", draft_config, *backend),
+  LlamaModel draft(draft_config, load_llama_weights(kTinyDraft, draft_config, *backend),
                    *backend);
   PagedKvCache target_cache(target_config, 64, 16, *backend);
   PagedKvCache draft_cache(draft_config, 64, 16, *backend);
@@ -103,7 +105,7 @@ TEST(LogprobsReference, EngineScoresMatchTheNumpyReference) {
   fs::create_directories(dir);
   std::ofstream(dir / "cases.json") << cases.dump();
   const std::string command = std::string(TANDEM_PYTHON) + " " + TANDEM_SOURCE_DIR +
-                              "/tests/reference/logprobs_reference.py " + (kTinyPair / "target").string() +
+                              "/tests/reference/logprobs_reference.py " + (kTinyTarget).string() +
                               " " + (dir / "cases.json").string() + " " + (dir / "out.json").string();
   ASSERT_EQ(std::system(command.c_str()), 0) << command;
   std::ifstream out_file(dir / "out.json");

@@ -32,6 +32,8 @@ namespace tandem {
 namespace {
 
 using test_support::kTinyPair;
+using test_support::kTinyDraft;
+using test_support::kTinyTarget;
 using test_support::kTinyBlockSize;
 
 namespace fs = std::filesystem;
@@ -45,9 +47,9 @@ class TinyLogprobs : public ::testing::Test {
       ASSERT_TRUE(fs::exists(kTinyPair / part / "model.safetensors"))
           << "models/tiny is missing: run tools/train/reproduce.sh or restore it from git";
     target = std::make_unique<LlamaModel>(
-        target_config, load_llama_weights(kTinyPair / "target", target_config, *backend), *backend);
+        target_config, load_llama_weights(kTinyTarget, target_config, *backend), *backend);
     draft = std::make_unique<LlamaModel>(
-        draft_config, load_llama_weights(kTinyPair / "draft", draft_config, *backend), *backend);
+        draft_config, load_llama_weights(kTinyDraft, draft_config, *backend), *backend);
     draft_cache = std::make_unique<PagedKvCache>(draft_config, 512, kTinyBlockSize, *backend);
     model_drafter = std::make_unique<ModelDrafter>(*draft, *draft_cache);
     std::ifstream file(kTinyPair / "eval_reference.json");
@@ -85,8 +87,8 @@ class TinyLogprobs : public ::testing::Test {
   }
 
   std::unique_ptr<Backend> backend = make_cpu_backend();
-  const ModelConfig target_config = load_model_config(kTinyPair / "target");
-  const ModelConfig draft_config = load_model_config(kTinyPair / "draft");
+  const ModelConfig target_config = load_model_config(kTinyTarget);
+  const ModelConfig draft_config = load_model_config(kTinyDraft);
   std::unique_ptr<LlamaModel> target, draft;
   std::unique_ptr<PagedKvCache> draft_cache;
   std::unique_ptr<ModelDrafter> model_drafter;

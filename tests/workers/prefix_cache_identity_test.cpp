@@ -204,7 +204,7 @@ class PrefixCacheIdentity : public ::testing::Test {
  protected:
   void SetUp() override {
     if (!TinyPair::present()) GTEST_FAIL() << "models/tiny is missing: restore it from git";
-    tokenizer_ = std::make_unique<Tokenizer>(Tokenizer::load(test_support::kTinyPair / "target"));
+    tokenizer_ = std::make_unique<Tokenizer>(Tokenizer::load(test_support::kTinyTarget));
   }
   std::unique_ptr<Tokenizer> tokenizer_;
 };

@@ -28,6 +28,7 @@ namespace tandem {
 namespace {
 
 using test_support::kTinyPair;
+using test_support::kTinyTarget;
 using test_support::kTinyBlockSize;
 
 namespace fs = std::filesystem;
@@ -38,10 +39,10 @@ using Tokens = std::vector<int32_t>;
 class TargetKvMirror : public ::testing::Test {
  protected:
   void SetUp() override {
-    ASSERT_TRUE(fs::exists(kTinyPair / "target" / "model.safetensors"))
+    ASSERT_TRUE(fs::exists(kTinyTarget / "model.safetensors"))
         << "models/tiny is missing: run tools/train/reproduce.sh or restore it from git";
     target = std::make_unique<LlamaModel>(
-        config, load_llama_weights(kTinyPair / "target", config, *backend), *backend);
+        config, load_llama_weights(kTinyTarget, config, *backend), *backend);
     std::ifstream file(kTinyPair / "eval_reference.json");
     windows = nlohmann::json::parse(file).at("windows").get<std::vector<Tokens>>();
     ASSERT_GE(windows.size(), 3u);
@@ -121,7 +122,7 @@ class TargetKvMirror : public ::testing::Test {
   }
 
   std::unique_ptr<Backend> backend = make_cpu_backend();
-  const ModelConfig config = load_model_config(kTinyPair / "target");
+  const ModelConfig config = load_model_config(kTinyTarget);
   std::unique_ptr<LlamaModel> target;
   std::vector<Tokens> windows;
 };

@@ -29,12 +29,12 @@ struct TinyModel {
 
 struct TinyPair {
   explicit TinyPair(int blocks = 640)
-      : target(kTinyPair / "target", *backend, blocks),
-        draft(kTinyPair / "draft", *backend, blocks),
-        tokenizer(Tokenizer::load(kTinyPair / "target")) {}
+      : target(kTinyTarget, *backend, blocks),
+        draft(kTinyDraft, *backend, blocks),
+        tokenizer(Tokenizer::load(kTinyTarget)) {}
   static bool present() {
-    return std::filesystem::exists(kTinyPair / "target" / "model.safetensors") &&
-           std::filesystem::exists(kTinyPair / "draft" / "model.safetensors");
+    return std::filesystem::exists(kTinyTarget / "model.safetensors") &&
+           std::filesystem::exists(kTinyDraft / "model.safetensors");
   }
   std::unique_ptr<Backend> backend = make_cpu_backend();
   TinyModel target, draft;

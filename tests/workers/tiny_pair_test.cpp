@@ -23,6 +23,8 @@ namespace tandem {
 namespace {
 
 using test_support::kTinyPair;
+using test_support::kTinyDraft;
+using test_support::kTinyTarget;
 
 namespace fs = std::filesystem;
 
@@ -65,7 +67,7 @@ nlohmann::json eval_reference() {
 
 TEST(TinyPair, HeldOutCrossEntropyAndAlphaMatchPython) {
   const nlohmann::json ref = eval_reference();
-  Loaded target(kTinyPair / "target"), draft(kTinyPair / "draft");
+  Loaded target(kTinyTarget), draft(kTinyDraft);
   const int V = target.model->config().vocab_size;
   ASSERT_EQ(V, draft.model->config().vocab_size);
 
@@ -111,9 +113,9 @@ std::set<std::string> held_out_words(const Tokenizer& tokenizer, const nlohmann:
 }
 
 TEST(TinyPair, GreedyTargetContinuesEnglishWithEnglishWords) {
-  const Tokenizer tokenizer = Tokenizer::load(kTinyPair / "target");
+  const Tokenizer tokenizer = Tokenizer::load(kTinyTarget);
   const std::set<std::string> known = held_out_words(tokenizer, eval_reference());
-  Loaded target(kTinyPair / "target");
+  Loaded target(kTinyTarget);
   int words = 0, known_words = 0;
   for (const char* prompt : {"The house was", "In the morning, the", "He said that the"}) {
     DecodeRequest request;

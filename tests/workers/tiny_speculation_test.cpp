@@ -47,6 +47,8 @@ namespace tandem {
 namespace {
 
 using test_support::kTinyPair;
+using test_support::kTinyDraft;
+using test_support::kTinyTarget;
 using test_support::kTinyBlockSize;
 using test_support::held_out_windows;
 
@@ -81,16 +83,16 @@ class TinySpeculation : public ::testing::Test {
     // The models are build artifacts of tools/train; a missing file must be
     // a loud failure, never a silent skip that reads as "lossless".
     for (const fs::path& file :
-         {kTinyPair / "target" / "model.safetensors", kTinyPair / "draft" / "model.safetensors",
+         {kTinyTarget / "model.safetensors", kTinyDraft / "model.safetensors",
           kTinyPair / "eval_reference.json"}) {
       if (!fs::exists(file))
         GTEST_FAIL() << file << " is missing: run tools/train/reproduce.sh (or restore "
                      << "models/tiny from git) before running the tiny-pair tests";
     }
-    target = std::make_unique<LoadedModel>(kTinyPair / "target", *backend);
-    draft = std::make_unique<LoadedModel>(kTinyPair / "draft", *backend);
+    target = std::make_unique<LoadedModel>(kTinyTarget, *backend);
+    draft = std::make_unique<LoadedModel>(kTinyDraft, *backend);
     ASSERT_EQ(target->config.vocab_size, draft->config.vocab_size);
-    tokenizer = std::make_unique<Tokenizer>(Tokenizer::load(kTinyPair / "target"));
+    tokenizer = std::make_unique<Tokenizer>(Tokenizer::load(kTinyTarget));
   }
   void TearDown() override {
     // Every session, finished or taken, gives its KV blocks back.
