@@ -144,7 +144,8 @@ class Backend {
   virtual void copy_from(Backend& source, const float* from, size_t n, float* to);
   // The dtype weight matrices are stored in, and a buffer holding host's
   // values converted to it (round to nearest even): f32, bf16 or f16, as the
-  // backend was made (CPU: f32 by default; CUDA: bf16 by default).
+  // backend was made (make_cpu_backend: f32 by default; make_cuda_backend:
+  // bf16 by default).
   virtual Dtype weight_dtype() const { return Dtype::f32; }
   virtual Buffer upload_weights(std::span<const float> host);
 

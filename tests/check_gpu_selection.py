@@ -35,8 +35,7 @@ STAGE_LABELS = {"gpu_twins", "gpu_reference", "gpu_graphs", "gpu_engine", "gpu_n
 LOOKS_LIKE_GPU = re.compile(r"cuda|Cuda|CUDA|nccl|Nccl|NCCL|Twin\b|StepGraphs")
 # CPU tests whose names mention CUDA: they check the deployment keys.
 CPU_TESTS_ABOUT_CUDA = {
-    "DeploymentConfig.CudaBackendStoresBf16WeightsUnlessToldOtherwise",
-    "DeploymentConfigErrors.NarrowWeightsNeedTheCudaBackend",
+    "DeploymentConfig.CudaBackendWeightDtypeIsAutoUnlessToldOtherwise",
 }
 
 problems = []

@@ -23,7 +23,8 @@ CommandLine tandem_command_line() {
                   define_chat_template);
   cli.program().footer(
       "Models run on --backend cpu (default) or --backend cuda [--device N] [--weight-dtype "
-      "bf16|fp16|fp32] (fp32 by default on cpu, bf16 on cuda; docs/gpu.md).");
+      "auto|bf16|fp16|fp32] (auto by default: as the checkpoints store the weights when that is "
+      "bf16 or fp16, else fp32 on cpu and bf16 on cuda; docs/gpu.md).");
   return cli;
 }
 

@@ -19,13 +19,14 @@ ComputeResult choose_compute(const std::string& backend,
   } else if (backend != "cpu") {
     return fail(Field::backend, "must be cpu or cuda, got \"" + backend + "\"");
   }
-  // Weights in the backend's natural dtype unless asked otherwise: f32 on the
-  // CPU (the reference; bf16 or fp16 halve the bytes a decode step streams),
-  // bf16 on the GPU.
-  const bool gpu = result.choice.backend == BackendKind::cuda;
-  const std::string dtype = weight_dtype.value_or(gpu ? "bf16" : "fp32");
-  const std::optional<Dtype> parsed = parse_weight_dtype(dtype);
-  if (!parsed) return fail(Field::weight_dtype, "must be bf16, fp16 or fp32, got \"" + dtype + "\"");
+  // Unset or auto: decided once the checkpoints are known
+  // (coordinator/models/weight_dtype.h).
+  if (!weight_dtype || *weight_dtype == "auto") return result;
+  const std::optional<Dtype> parsed = parse_weight_dtype(*weight_dtype);
+  if (!parsed) {
+    return fail(Field::weight_dtype,
+                "must be auto, bf16, fp16 or fp32, got \"" + *weight_dtype + "\"");
+  }
   result.choice.weight_dtype = *parsed;
   return result;
 }

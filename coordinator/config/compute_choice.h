@@ -2,8 +2,9 @@
 // written once for both ways of choosing them: a deployment's
 // placement.backend / placement.weight_dtype, and the --backend /
 // --weight-dtype flags of `tandem generate` and `tandem-bench`. Which words
-// are valid, that cuda needs a build with nvcc, and that the weights default
-// to fp32 on cpu and bf16 on cuda (both backends take bf16, fp16 and fp32).
+// are valid, and that cuda needs a build with nvcc. Both backends take bf16,
+// fp16 and fp32; auto (the default) is decided when the checkpoints are
+// known (coordinator/models/weight_dtype.h).
 #pragma once
 
 #include <optional>
@@ -16,7 +17,7 @@ namespace tandem {
 
 struct ComputeChoice {
   BackendKind backend = BackendKind::cpu;
-  Dtype weight_dtype = Dtype::f32;
+  std::optional<Dtype> weight_dtype;  // unset: auto
 };
 
 // What is wrong, and with which of the two words (the caller says where it
@@ -32,8 +33,8 @@ struct ComputeResult {
   std::optional<ComputeProblem> problem;  // set: choice is meaningless
 };
 
-// backend: "cpu" or "cuda". weight_dtype: "bf16", "fp16" or "fp32"; nullopt
-// for the backend's default.
+// backend: "cpu" or "cuda". weight_dtype: "auto", "bf16", "fp16" or "fp32";
+// nullopt means auto.
 ComputeResult choose_compute(const std::string& backend,
                              const std::optional<std::string>& weight_dtype);
 

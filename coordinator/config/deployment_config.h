@@ -69,7 +69,9 @@ struct ModelSource {
 // The ranks and devices are the cluster wing's RankPlacement
 // (cluster/layout/cluster_layout.h), which reads them from here as they are.
 struct PlacementConfig : RankPlacement {
-  Dtype weight_dtype = Dtype::f32;         // of weight matrices: f32 (cpu's default), bf16 (cuda's) or f16
+  // Of weight matrices: f32, bf16 or f16; unset is auto, the checkpoints'
+  // own 16-bit dtype or the backend's default (coordinator/models/weight_dtype.h).
+  std::optional<Dtype> weight_dtype;
   bool cuda_graphs = true;  // replay repeated step shapes as CUDA graphs (Backend::begin_step_graph)
   bool batch_invariant = false;  // cuda: every matmul on the batch-invariant kernel (Backend::set_batch_invariant)
   int cpu_threads = 0;  // the CPU kernels' threads per process; 0: the CPUs it may run on

@@ -81,12 +81,14 @@ std::string describe(const DeploymentConfig& config) {
       << ", request log as " << server.log_format << "\n";
   out << "target: " << describe_model(config.target) << "\n";
   out << "draft: " << (config.draft ? describe_model(*config.draft) : "none") << "\n";
-  out << "placement: " << backend_name(config.placement.backend)
+  const std::string weights = config.placement.weight_dtype
+                                  ? std::string(dtype_name(*config.placement.weight_dtype)) + " weights"
+                                  : std::string("weight dtype auto");
+  out << "placement: " << backend_name(config.placement.backend) << " (" << weights
       << (config.placement.backend == BackendKind::cuda
-              ? std::string(" (") + dtype_name(config.placement.weight_dtype) + " weights" +
-                    (config.placement.cuda_graphs ? ", CUDA graphs" : ", no CUDA graphs") +
+              ? std::string(config.placement.cuda_graphs ? ", CUDA graphs" : ", no CUDA graphs") +
                     (config.placement.batch_invariant ? ", batch-invariant)" : ")")
-              : std::string())
+              : std::string(")"))
       << ", "
       << (config.placement.cpu_threads == 0
               ? "a CPU thread per CPU it may run on"

@@ -51,9 +51,21 @@ void assemble_engine(const DeploymentConfig& config, PeerChannel* cluster, Engin
   const PlacementConfig& placement = config.placement;
   const bool remote_target = cluster && placement.target_is_remote();
   const bool remote_draft = cluster && config.draft && placement.draft_is_remote();
-  // A remote target leaves the coordinator only KV bookkeeping: no device needed.
-  parts.backend = remote_target ? make_cpu_backend()
-                                : make_placement_backend(placement, placement.target_device(0));
+  // A draft in this process runs on the target's backend unless it has a GPU
+  // of its own.
+  const bool local_draft = config.draft && !remote_draft;
+  const bool draft_apart = local_draft && placement.backend == BackendKind::cuda &&
+                           (remote_target || placement.draft_device != placement.target_device(0));
+  const bool draft_shares = local_draft && !draft_apart;
+  // A remote target leaves the coordinator only KV bookkeeping: no device
+  // needed, unless the draft runs on it.
+  parts.backend = remote_target && !draft_shares
+                      ? make_cpu_backend()
+                      : make_placement_backend(
+                            placement, placement.target_device(0),
+                            checkpoint_dirs({remote_target ? nullptr : &config.target,
+                                             draft_shares ? &*config.draft : nullptr}),
+                            &parts.weights);
   ModelSpec target = model_spec(config.target, config.scheduler.kv_blocks,
                                 config.scheduler.block_size);
   target.weights = !remote_target;  // the coordinator keeps only the KV bookkeeping
@@ -69,9 +81,9 @@ void assemble_engine(const DeploymentConfig& config, PeerChannel* cluster, Engin
                                  config.scheduler.block_size);
     draft.weights = !remote_draft;
     Backend* draft_backend = parts.backend.get();
-    if (!remote_draft && placement.backend == BackendKind::cuda &&
-        (remote_target || placement.draft_device != placement.target_device(0))) {
-      parts.draft_backend = make_placement_backend(placement, placement.draft_device);
+    if (draft_apart) {
+      parts.draft_backend = make_placement_backend(placement, placement.draft_device,
+                                                   checkpoint_dirs({&*config.draft}), &parts.draft_weights);
       draft_backend = parts.draft_backend.get();
     }
     parts.draft = load_model(draft, *draft_backend);

@@ -49,8 +49,11 @@ WorkerModel load_worker_model(const DeploymentConfig& config, const ClusterLayou
   const bool draft = layout.role == Role::draft;
   const PlacementConfig& placement = config.placement;
   WorkerModel loaded;
+  WeightDtypeChoice weights;
   loaded.backend = make_placement_backend(
-      placement, draft ? placement.draft_device : placement.target_device(layout.tp_rank));
+      placement, draft ? placement.draft_device : placement.target_device(layout.tp_rank),
+      checkpoint_dirs({draft ? &*config.draft : &config.target}), &weights);
+  log_line(std::cerr, "worker rank weights: ", dtype_name(weights.dtype), " in memory (", weights.why, ")");
   ModelSpec spec = draft ? model_spec(*config.draft, config.scheduler.draft_kv_blocks,
                                       config.scheduler.block_size)
                          : model_spec(config.target, config.scheduler.kv_blocks,

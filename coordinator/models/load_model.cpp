@@ -50,12 +50,23 @@ LoadedModel load_model(const ModelSpec& spec, Backend& backend) {
   return loaded;
 }
 
-std::unique_ptr<Backend> make_placement_backend(const PlacementConfig& placement, int device) {
-  std::unique_ptr<Backend> backend =
-      make_backend(placement.backend, device, placement.weight_dtype);
+std::unique_ptr<Backend> make_placement_backend(const PlacementConfig& placement, int device,
+                                                std::span<const std::filesystem::path> checkpoints,
+                                                WeightDtypeChoice* chosen) {
+  const WeightDtypeChoice choice =
+      choose_weight_dtype(placement.backend, placement.weight_dtype, checkpoints);
+  if (chosen) *chosen = choice;
+  std::unique_ptr<Backend> backend = make_backend(placement.backend, device, choice.dtype);
   backend->set_step_graphs(placement.cuda_graphs);
   backend->set_batch_invariant(placement.batch_invariant);
   return backend;
+}
+
+std::vector<std::filesystem::path> checkpoint_dirs(std::initializer_list<const ModelSource*> models) {
+  std::vector<std::filesystem::path> dirs;
+  for (const ModelSource* model : models)
+    if (model && model->load_format != LoadFormat::dummy) dirs.push_back(model->path);
+  return dirs;
 }
 
 ModelSpec model_spec(const ModelSource& source, int kv_blocks, int block_size) {

@@ -6,10 +6,14 @@
 #include <cstdint>
 #include <filesystem>
 #include <memory>
+#include <initializer_list>
 #include <optional>
+#include <span>
+#include <vector>
 
 #include "common/tokenizer/tokenizer.h"
 #include "coordinator/config/deployment_config.h"
+#include "coordinator/models/weight_dtype.h"
 #include "kernels/backend.h"
 #include "workers/kv_cache.h"
 #include "workers/llama_model.h"
@@ -48,8 +52,15 @@ LoadedModel load_model(const ModelSpec& spec, Backend& backend);
 ModelSpec model_spec(const ModelSource& source, int kv_blocks, int block_size);
 
 // The backend a deployment's placement asks for, on GPU `device` (cuda),
-// with the placement's step graph and batch invariance settings.
-std::unique_ptr<Backend> make_placement_backend(const PlacementConfig& placement, int device);
+// for the models whose checkpoint directories are `checkpoints` (what
+// weight_dtype auto looks at: coordinator/models/weight_dtype.h), with the
+// placement's step graph and batch invariance settings. `chosen`, when
+// given, receives the weight dtype and why it was chosen, for the log.
+std::unique_ptr<Backend> make_placement_backend(const PlacementConfig& placement, int device,
+                                                std::span<const std::filesystem::path> checkpoints,
+                                                WeightDtypeChoice* chosen = nullptr);
+// The checkpoint directories of these models (null or dummy ones: none).
+std::vector<std::filesystem::path> checkpoint_dirs(std::initializer_list<const ModelSource*> models);
 
 // Throws unless the draft can propose tokens the target understands.
 void require_same_vocabulary(const ModelConfig& target, const ModelConfig& draft);

@@ -31,7 +31,13 @@ std::unique_ptr<Backend> open_backend(const ModelFlags& flags) {
     throw Error(ErrorKind::invalid_argument,
                 std::string(backend ? "--backend " : "--weight-dtype ") + compute.problem->message);
   }
-  return make_backend(compute.choice.backend, flags.device, compute.choice.weight_dtype);
+  // Auto: the dtype the checkpoints of both models store (dummy ones have none).
+  std::vector<std::filesystem::path> checkpoints;
+  for (const std::string* dir : {&flags.model, &flags.draft})
+    if (!dir->empty()) checkpoints.emplace_back(*dir);
+  const WeightDtypeChoice weights =
+      choose_weight_dtype(compute.choice.backend, compute.choice.weight_dtype, checkpoints);
+  return make_backend(compute.choice.backend, flags.device, weights.dtype);
 }
 
 }  // namespace
@@ -57,8 +63,9 @@ void add_model_flags(cli::Command& command, ModelFlags& flags) {
       .type_name("cpu|cuda");
   add_value(command, "--device", flags.device, "the CUDA device (with --backend cuda)");
   add_value(command, "--weight-dtype", flags.weight_dtype,
-            "the weight matrices' dtype; by default fp32 on cpu, bf16 on cuda")
-      .type_name("bf16|fp16|fp32");
+            "the weight matrices' dtype; auto (default): as the checkpoints store them when "
+            "that is bf16 or fp16, else fp32 on cpu and bf16 on cuda")
+      .type_name("auto|bf16|fp16|fp32");
   add_value(command, "--threads", flags.threads,
             "the CPU kernels' threads; 0: one per CPU this process may run on");
 }

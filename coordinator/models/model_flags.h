@@ -25,7 +25,7 @@ struct ModelFlags {
   int block_size = 16;
   std::string backend = "cpu";
   int device = 0;
-  std::string weight_dtype;  // "": the backend's default (fp32 on cpu, bf16 on cuda)
+  std::string weight_dtype;  // "" or "auto": coordinator/models/weight_dtype.h
   int threads = 0;           // the CPU kernels' threads; 0: the CPUs this process may run on
 };
 

@@ -24,6 +24,9 @@ namespace tandem {
 struct EngineParts {
   std::unique_ptr<Backend> backend;        // the target's (cpu when the target is remote)
   std::unique_ptr<Backend> draft_backend;  // only when the draft has a GPU of its own
+  // The weight dtype of each, and why (placement.weight_dtype), for the log;
+  // empty `why`: no such backend, or one for KV bookkeeping only.
+  WeightDtypeChoice weights, draft_weights;
   // The target's config, tokenizer and KV cache (block accounting only when
   // the target runs on other ranks, which hold its weights).
   LoadedModel target;

@@ -402,7 +402,7 @@ TEST(DeploymentConfigErrors, CrossFieldChecksNameTheKey) {
               StartsWith("deploy.yaml:4: models.target.shape: only used with load_format: dummy"));
 }
 
-TEST(DeploymentConfig, CudaBackendStoresBf16WeightsUnlessToldOtherwise) {
+TEST(DeploymentConfig, CudaBackendWeightDtypeIsAutoUnlessToldOtherwise) {
   if (!cuda_backend_built()) {
     // A build without nvcc names the key and says why it cannot serve it.
     const std::string message = error_of(kTargetOnlyYaml + "placement:\n  backend: cuda\n");
@@ -412,12 +412,12 @@ TEST(DeploymentConfig, CudaBackendStoresBf16WeightsUnlessToldOtherwise) {
   }
   const auto gpu = parse_deployment(kTargetOnlyYaml + "placement:\n  backend: cuda\n", "deploy.yaml");
   EXPECT_EQ(gpu.placement.backend, BackendKind::cuda);
-  EXPECT_EQ(gpu.placement.weight_dtype, Dtype::bf16);
+  EXPECT_EQ(gpu.placement.weight_dtype, std::nullopt);  // auto: decided by the checkpoints
   const auto half = parse_deployment(
       kTargetOnlyYaml + "placement:\n  backend: cuda\n  weight_dtype: fp16\n", "deploy.yaml");
   EXPECT_EQ(half.placement.weight_dtype, Dtype::f16);
   const auto cpu = parse_deployment(kTargetOnlyYaml, "deploy.yaml");
-  EXPECT_EQ(cpu.placement.weight_dtype, Dtype::f32);
+  EXPECT_EQ(cpu.placement.weight_dtype, std::nullopt);
   EXPECT_TRUE(gpu.placement.cuda_graphs);
   const auto op_by_op = parse_deployment(
       kTargetOnlyYaml + "placement:\n  backend: cuda\n  cuda_graphs: false\n", "deploy.yaml");
@@ -428,15 +428,20 @@ TEST(DeploymentConfig, CudaBackendStoresBf16WeightsUnlessToldOtherwise) {
   EXPECT_TRUE(invariant.placement.batch_invariant);
 }
 
-TEST(DeploymentConfig, CpuBackendStoresNarrowWeightsWhenAsked) {
+TEST(DeploymentConfig, CpuBackendStoresTheWeightDtypeAskedOrAuto) {
   const auto bf16 = parse_deployment(kTargetOnlyYaml + "placement:\n  weight_dtype: bf16\n", "deploy.yaml");
   EXPECT_EQ(bf16.placement.backend, BackendKind::cpu);
   EXPECT_EQ(bf16.placement.weight_dtype, Dtype::bf16);
   const auto half = parse_deployment(
       kTargetOnlyYaml + "placement:\n  backend: cpu\n  weight_dtype: fp16\n", "deploy.yaml");
   EXPECT_EQ(half.placement.weight_dtype, Dtype::f16);
+  const auto f32 = parse_deployment(kTargetOnlyYaml + "placement:\n  weight_dtype: fp32\n", "deploy.yaml");
+  EXPECT_EQ(f32.placement.weight_dtype, Dtype::f32);
+  const auto automatic =
+      parse_deployment(kTargetOnlyYaml + "placement:\n  weight_dtype: auto\n", "deploy.yaml");
+  EXPECT_EQ(automatic.placement.weight_dtype, std::nullopt);
   EXPECT_EQ(error_of(kTargetOnlyYaml + "placement:\n  weight_dtype: int8\n"),
-            "deploy.yaml:5: placement.weight_dtype: must be bf16, fp16 or fp32, got \"int8\"");
+            "deploy.yaml:5: placement.weight_dtype: must be auto, bf16, fp16 or fp32, got \"int8\"");
 }
 
 TEST(DeploymentConfigErrors, LineNumbersCountTheWholeFile) {

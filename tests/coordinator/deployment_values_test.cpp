@@ -79,7 +79,7 @@ TEST(DeploymentConfigErrors, RejectsEachBadValueWithItsKeyAndLine) {
       {"placement", "threads", "2",
        "was renamed cpu_threads (and cpu_pinning chooses where they run)"},
       {"placement", "backend", "tpu", "must be cpu or cuda, got \"tpu\""},
-      {"placement", "weight_dtype", "int4", "must be bf16, fp16 or fp32, got \"int4\""},
+      {"placement", "weight_dtype", "int4", "must be auto, bf16, fp16 or fp32, got \"int4\""},
       {"placement", "cuda_graphs", "sometimes", "must be one of true, false, got \"sometimes\""},
       {"placement", "batch_invariant", "yes", "must be one of true, false, got \"yes\""},
       {"speculation", "drafter", "magic", "must be one of model, ngram, none, got \"magic\""},

@@ -481,6 +481,35 @@ TEST(CheckpointReader, CorruptShardNamesItsFile) {
   EXPECT_THAT(e.what(), HasSubstr("'w'"));
 }
 
+TEST(CheckpointReader, MatrixDtypeIsTheOneEveryMatrixShares) {
+  // Matrices (two dimensions or more) in BF16 across shards; a 1-D norm in
+  // F32 does not count (norms stay f32 in memory).
+  TempDir sharded;
+  write_safetensors(sharded / "model-00001-of-00002.safetensors",
+                    {{"a", "BF16", {1, 2}, u16_bytes({0x3f80, 0x4000})}, {"norm", "F32", {2}, f32_bytes({1, 2})}});
+  write_safetensors(sharded / "model-00002-of-00002.safetensors",
+                    {{"c", "BF16", {2, 1, 1}, u16_bytes({0x3f80, 0x4000})}});
+  write_index(sharded.path(), {{"model-00001-of-00002.safetensors", {"a", "norm"}},
+                               {"model-00002-of-00002.safetensors", {"c"}}});
+  EXPECT_EQ(CheckpointReader(sharded.path()).matrix_dtype(), Dtype::bf16);
+
+  TempDir f32;
+  write_safetensors(f32 / "model.safetensors", {{"w", "F32", {2, 1}, f32_bytes({1, 2})}});
+  EXPECT_EQ(CheckpointReader(f32.path()).matrix_dtype(), Dtype::f32);
+
+  TempDir mixed;  // F32, F16 and BF16 matrices
+  write_safetensors(mixed / "model.safetensors", mixed_tensors());
+  EXPECT_EQ(CheckpointReader(mixed.path()).matrix_dtype(), std::nullopt);
+
+  TempDir quantized;  // a type Tandem does not convert
+  write_safetensors(quantized / "model.safetensors", {{"w", "I8", {2, 2}, std::string(4, '\1')}});
+  EXPECT_EQ(CheckpointReader(quantized.path()).matrix_dtype(), std::nullopt);
+
+  TempDir vectors_only;
+  write_safetensors(vectors_only / "model.safetensors", {{"norm", "BF16", {2}, u16_bytes({0x3f80, 0x4000})}});
+  EXPECT_EQ(CheckpointReader(vectors_only.path()).matrix_dtype(), std::nullopt);
+}
+
 TEST(CheckpointReader, EmptyDirectoryIsNotFound) {
   TempDir dir;
   Error e = error_from([&] { CheckpointReader r(dir.path()); });

@@ -36,6 +36,7 @@ int main(int argc, char** argv) {
                   define_tensor_parallel);
   cli.program().footer(
       "Models run on --backend cpu (default) or --backend cuda [--device N] [--weight-dtype "
-      "bf16|fp16|fp32] (fp32 by default on cpu, bf16 on cuda; docs/gpu.md).");
+      "auto|bf16|fp16|fp32] (auto by default: as the checkpoints store the weights when that is "
+      "bf16 or fp16, else fp32 on cpu and bf16 on cuda; docs/gpu.md).");
   return cli.run(tandem::cli::words_of(argc, argv), std::cout, std::cerr);
 }

@@ -198,4 +198,18 @@ void CheckpointReader::read_cols_f32(std::string_view name, std::span<const int6
   count(ref, out.size());
 }
 
+std::optional<Dtype> CheckpointReader::matrix_dtype() const {
+  std::optional<Dtype> shared;
+  bool any = false;
+  for (const SafetensorsFile& file : files_) {
+    for (const TensorInfo& tensor : file.tensors()) {
+      if (tensor.shape.size() < 2) continue;  // norms and biases: f32 in memory whatever they are
+      if (!tensor.dtype || (any && shared != tensor.dtype)) return std::nullopt;
+      shared = tensor.dtype;
+      any = true;
+    }
+  }
+  return shared;
+}
+
 }  // namespace tandem

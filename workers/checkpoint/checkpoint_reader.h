@@ -18,6 +18,7 @@
 #include <cstdint>
 #include <filesystem>
 #include <memory>
+#include <optional>
 #include <span>
 #include <string>
 #include <string_view>
@@ -56,6 +57,11 @@ class CheckpointReader {
   // Tensor bytes (in their stored dtype) the read_* calls have converted so
   // far: for a tensor-parallel rank, the size of its slices.
   int64_t bytes_read() const { return bytes_read_->load(std::memory_order_relaxed); }
+
+  // The dtype every weight matrix (every tensor of two or more dimensions)
+  // is stored in, when they all share one Tandem converts; nullopt when
+  // they differ, or for a checkpoint without one.
+  std::optional<Dtype> matrix_dtype() const;
 
   const std::filesystem::path& directory() const { return dir_; }
   const std::vector<SafetensorsFile>& files() const { return files_; }
