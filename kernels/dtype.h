@@ -4,8 +4,9 @@
 // matrices are stored in the backend's weight dtype (Backend::weight_dtype()):
 // f32, bf16 or f16 on either backend (a deployment's placement.weight_dtype
 // auto keeps a 16-bit checkpoint's own dtype, else f32 on the CPU and bf16
-// on CUDA: coordinator/models/weight_dtype.h); decoding is bound by the weight bytes each step streams from memory. Checkpoints hold the
-// same three types (workers/checkpoint/dtype.h reads them).
+// on CUDA: coordinator/models/weight_dtype.h); decoding is bound by the
+// weight bytes each step streams from memory. Checkpoints hold the same
+// three types (workers/checkpoint/dtype.h reads them).
 #pragma once
 
 #include <cstddef>

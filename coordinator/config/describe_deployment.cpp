@@ -1,6 +1,7 @@
 // describe(DeploymentConfig): the one-line-per-section summary that
 // `tandem serve --check-config` prints, so that a user sees what the defaults
 // filled in before a server starts.
+#include <optional>
 #include <sstream>
 
 #include "coordinator/config/deployment_config.h"
@@ -81,9 +82,9 @@ std::string describe(const DeploymentConfig& config) {
       << ", request log as " << server.log_format << "\n";
   out << "target: " << describe_model(config.target) << "\n";
   out << "draft: " << (config.draft ? describe_model(*config.draft) : "none") << "\n";
-  const std::string weights = config.placement.weight_dtype
-                                  ? std::string(dtype_name(*config.placement.weight_dtype)) + " weights"
-                                  : std::string("weight dtype auto");
+  const std::optional<Dtype> dtype = config.placement.weight_dtype;
+  const std::string weights =
+      dtype ? std::string(dtype_name(*dtype)) + " weights" : std::string("weight dtype auto");
   out << "placement: " << backend_name(config.placement.backend) << " (" << weights
       << (config.placement.backend == BackendKind::cuda
               ? std::string(config.placement.cuda_graphs ? ", CUDA graphs" : ", no CUDA graphs") +

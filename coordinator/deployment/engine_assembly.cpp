@@ -82,8 +82,8 @@ void assemble_engine(const DeploymentConfig& config, PeerChannel* cluster, Engin
     draft.weights = !remote_draft;
     Backend* draft_backend = parts.backend.get();
     if (draft_apart) {
-      parts.draft_backend = make_placement_backend(placement, placement.draft_device,
-                                                   checkpoint_dirs({&*config.draft}), &parts.draft_weights);
+      parts.draft_backend = make_placement_backend(
+          placement, placement.draft_device, checkpoint_dirs({&*config.draft}), &parts.draft_weights);
       draft_backend = parts.draft_backend.get();
     }
     parts.draft = load_model(draft, *draft_backend);

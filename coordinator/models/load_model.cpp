@@ -62,7 +62,8 @@ std::unique_ptr<Backend> make_placement_backend(const PlacementConfig& placement
   return backend;
 }
 
-std::vector<std::filesystem::path> checkpoint_dirs(std::initializer_list<const ModelSource*> models) {
+std::vector<std::filesystem::path> checkpoint_dirs(
+    std::initializer_list<const ModelSource*> models) {
   std::vector<std::filesystem::path> dirs;
   for (const ModelSource* model : models)
     if (model && model->load_format != LoadFormat::dummy) dirs.push_back(model->path);

@@ -60,7 +60,8 @@ std::unique_ptr<Backend> make_placement_backend(const PlacementConfig& placement
                                                 std::span<const std::filesystem::path> checkpoints,
                                                 WeightDtypeChoice* chosen = nullptr);
 // The checkpoint directories of these models (null or dummy ones: none).
-std::vector<std::filesystem::path> checkpoint_dirs(std::initializer_list<const ModelSource*> models);
+std::vector<std::filesystem::path> checkpoint_dirs(
+    std::initializer_list<const ModelSource*> models);
 
 // Throws unless the draft can propose tokens the target understands.
 void require_same_vocabulary(const ModelConfig& target, const ModelConfig& draft);

@@ -8,8 +8,8 @@ WeightDtypeChoice choose_weight_dtype(BackendKind kind, std::optional<Dtype> ask
                                       std::span<const std::filesystem::path> checkpoints) {
   if (asked) return {*asked, "placement.weight_dtype"};
   const Dtype fallback = kind == BackendKind::cuda ? Dtype::bf16 : Dtype::f32;
-  const std::string fallback_why =
-      std::string("auto: the ") + (kind == BackendKind::cuda ? "cuda" : "cpu") + " backend's default";
+  const std::string fallback_why = std::string("auto: the ") +
+                                   (kind == BackendKind::cuda ? "cuda" : "cpu") + " backend's default";
   std::optional<Dtype> shared;
   for (const std::filesystem::path& dir : checkpoints) {
     const std::optional<Dtype> stored = CheckpointReader(dir).matrix_dtype();

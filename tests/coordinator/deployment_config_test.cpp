@@ -435,7 +435,8 @@ TEST(DeploymentConfig, CpuBackendStoresTheWeightDtypeAskedOrAuto) {
   const auto half = parse_deployment(
       kTargetOnlyYaml + "placement:\n  backend: cpu\n  weight_dtype: fp16\n", "deploy.yaml");
   EXPECT_EQ(half.placement.weight_dtype, Dtype::f16);
-  const auto f32 = parse_deployment(kTargetOnlyYaml + "placement:\n  weight_dtype: fp32\n", "deploy.yaml");
+  const auto f32 =
+      parse_deployment(kTargetOnlyYaml + "placement:\n  weight_dtype: fp32\n", "deploy.yaml");
   EXPECT_EQ(f32.placement.weight_dtype, Dtype::f32);
   const auto automatic =
       parse_deployment(kTargetOnlyYaml + "placement:\n  weight_dtype: auto\n", "deploy.yaml");
