@@ -53,8 +53,7 @@ WorkerModel load_worker_model(const DeploymentConfig& config, const ClusterLayou
   loaded.backend = make_placement_backend(
       placement, draft ? placement.draft_device : placement.target_device(layout.tp_rank),
       checkpoint_dirs({draft ? &*config.draft : &config.target}), &weights);
-  log_line(std::cerr, "worker rank weights: ", dtype_name(weights.dtype), " in memory (",
-           weights.why, ")");
+  log_line(std::cerr, "worker rank weights: ", describe(weights));
   ModelSpec spec = draft ? model_spec(*config.draft, config.scheduler.draft_kv_blocks,
                                       config.scheduler.block_size)
                          : model_spec(config.target, config.scheduler.kv_blocks,

@@ -22,4 +22,8 @@ WeightDtypeChoice choose_weight_dtype(BackendKind kind, std::optional<Dtype> ask
   return {*shared, "auto: as the checkpoints store them"};
 }
 
+std::string describe(const WeightDtypeChoice& choice) {
+  return std::string(dtype_name(choice.dtype)) + " in memory (" + choice.why + ")";
+}
+
 }  // namespace tandem

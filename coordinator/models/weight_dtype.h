@@ -32,4 +32,7 @@ struct WeightDtypeChoice {
 WeightDtypeChoice choose_weight_dtype(BackendKind kind, std::optional<Dtype> asked,
                                       std::span<const std::filesystem::path> checkpoints);
 
+// The choice for the log: "BF16 in memory (auto: as the checkpoints store them)".
+std::string describe(const WeightDtypeChoice& choice);
+
 }  // namespace tandem

@@ -213,12 +213,9 @@ void ServerApp::start() {
 
   host_->load(parts, log_);
   // What placement.weight_dtype became, and why: auto depends on the checkpoints.
-  if (!parts.weights.why.empty())
-    log_line(log_, "weights: ", dtype_name(parts.weights.dtype), " in memory (",
-             parts.weights.why, ")");
+  if (!parts.weights.why.empty()) log_line(log_, "weights: ", describe(parts.weights));
   if (!parts.draft_weights.why.empty())
-    log_line(log_, "draft weights: ", dtype_name(parts.draft_weights.dtype), " in memory (",
-             parts.draft_weights.why, ")");
+    log_line(log_, "draft weights: ", describe(parts.draft_weights));
   log_prefix_caching(log_, config.scheduler.prefix_cache, *parts.target.cache,
                      parts.draft ? parts.draft->cache.get() : nullptr);
   std::vector<Drafter*> drafters;
