@@ -34,7 +34,7 @@ struct F32Weights {
 // (matmul_packed.cpp), which broadcasts w and so loads less per
 // multiply-add, but packs w first. Measured on 2 cores (AVX2) at the
 // shapes of models/tiny/target and configs/shapes/bench-24m.json, bf16 and
-// f32 weights: this path is 1.1-1.9x faster from 12 to 24 rows, the two
+// f32 weights: this path is 1.1-1.8x faster from 12 to 24 rows, the two
 // about even at 32-40, the packed one 1.1-1.3x faster at 48-64.
 constexpr int kMaxRows = 24;
 // Below this many multiply-adds a parallel region costs more than it saves.
@@ -104,9 +104,9 @@ void decode_tile(const float* x, const typename W::Element* w, int Kin, float* y
 // TT x NN multiply-adds: at 3 x 2, 12 accumulators, 3 x registers and one
 // w register fill the 16 of AVX2. Measured against the tile it replaced
 // (3 x 3, one half of the lanes per walk, chains parked in memory between
-// chunks of k, its sums reduced one by one): 1.2-1.4x on the tiny model's
-// matmuls at 2-12 rows of x in bf16 and 1.05-1.25x in f32, 1.0-1.1x on the
-// 24M shape, the same bits.
+// chunks of k, its sums reduced one by one): 1.15-1.3x on the tiny model's
+// matmuls at 2-12 rows of x in bf16 and 1.05-1.2x in f32, 1.0-1.15x on the
+// 24M shape in bf16, the same bits.
 template <class W, int TT, int NN>
 void rows_tile(const float* x, const typename W::Element* w, int Kin, int N, float* y) {
   using Element = typename W::Element;
