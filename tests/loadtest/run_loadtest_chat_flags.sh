@@ -1,5 +1,5 @@
 #!/bin/bash
-# `tandem-loadtest`'s chat flags refuse what they cannot do, before sending
+# `tandem-loadtest`'s chat flags (and --rounds) refuse what they cannot do, before sending
 # anything: each bad combination must exit non-zero with an error naming its
 # flag (or file:line). No server is needed, none is contacted: the URL's port
 # is 1, where nothing listens.
@@ -31,6 +31,8 @@ expect_refusal "--max-turns" --endpoint chat --max-turns 2 --concurrency 1
 expect_refusal "--history" --endpoint chat --conversations "$sample" --history replay --concurrency 1
 expect_refusal "not both" --endpoint chat --conversations "$sample" --prompts "$sample" --concurrency 1
 expect_refusal "--output-tokens" --endpoint chat --conversations "$sample" --output-tokens 0 --concurrency 1
+expect_refusal "--rounds must be 1 to 1000, got 0" --concurrency 1 --rounds 0
+expect_refusal "--rounds must be 1 to 1000, got 1001" --concurrency 1 --rounds 1001
 printf '%s\n' '{"messages": [{"role": "user", "content": "fine"}]}' \
   '{"conversations": [{"from": "robot", "value": "x"}]}' >"$work/bad.jsonl"
 expect_refusal "$work/bad.jsonl:2: \"conversations\"[0].from is \"robot\"" \

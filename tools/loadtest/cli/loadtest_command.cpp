@@ -7,13 +7,16 @@
 //       [--prompts FILE.jsonl | --input-words N --output-tokens N [--range N] [--corpus FILE]
 //        | --endpoint chat --conversations FILE.jsonl [--max-turns N] [--history live|recorded]]
 //       [--body JSON] [--variants '{"spec on": {}, "spec off": {"speculation": false}}']
+//       [--rounds N]
 //       [--slo-ttft-ms X] [--slo-tpot-ms Y] [--slo-e2e-ms Z] [--seed N]
 //       [--json FILE] [--plots DIR] [--model NAME] [--api-key KEY] [--no-metrics]
 //       [--ignore-eos] [--allow-errors] [--quiet]
 //
 // Every sweep point runs each variant in turn (side by side, same prompts),
-// prints vLLM's result block, and, when the server exposes Tandem's
-// /metrics, the speculation and prefix cache figures of that run. --json
+// --rounds times in alternating order (variant_rounds.h), prints vLLM's
+// result block, and, when the server exposes Tandem's /metrics, the
+// speculation and prefix cache figures of that run; then, with two
+// variants or more, each one's output throughput over the first's. --json
 // writes every figure and the configuration; --plots writes SVG charts.
 // Failed requests (an empty completion is one) are listed on stderr, the
 // first few with the server's message, and make the exit code 1 unless
@@ -42,6 +45,7 @@
 #include "tools/loadtest/server_metrics_scrape.h"
 #include "tools/loadtest/statistics.h"
 #include "tools/loadtest/sweep_plots.h"
+#include "tools/loadtest/variant_rounds.h"
 #include "tools/loadtest/workload.h"
 
 namespace tandem::loadtest {
@@ -171,6 +175,171 @@ Slo slo(const LoadtestFlags& flags) {
   return s;
 }
 
+// What every run of the sweep shares.
+struct RunInputs {
+  Api api;
+  const Endpoint& endpoint;
+  const std::vector<WorkItem>& items;
+  const std::vector<Conversation>& conversations;
+  const LoadtestFlags& flags;
+  const Slo& objectives;
+  bool scrape;              // the server's /metrics before and after
+  bool show_progress_line;  // stderr is a terminal
+};
+
+// One run's figures for the JSON report ("summary", and "conversations",
+// "speculation", "prefix_cache" where there are such), its summary and
+// its requests.
+struct RunOutcome {
+  json figures = json::object();
+  RunSummary summary;
+  std::vector<RequestRecord> records;
+};
+
+// One variant (its body overrides) at one load point: runs it, prints
+// vLLM's result block and the server's figures of the run under `title`,
+// and adds its failures to `failures`.
+RunOutcome run_once(const RunInputs& in, const SweepPoint& point, const json& overrides,
+                    const std::string& title, FailureLog& failures) {
+  const LoadtestFlags& flags = in.flags;
+  const auto before =
+      in.scrape ? parse_prometheus(fetch_metrics(in.endpoint)) : std::map<std::string, double>{};
+  double duration = 0;
+  const auto run_start = std::chrono::steady_clock::now();
+  auto show_progress = [&](size_t done, size_t total) {
+    if (!in.show_progress_line) return;
+    const double elapsed =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - run_start).count();
+    std::fprintf(stderr, "\r%s  %s\x1b[K", progress_line(done, total, elapsed, 30).c_str(),
+                 title.c_str());
+  };
+  RunOutcome out;
+  std::vector<ConversationTotals> per_conversation;
+  if (in.conversations.empty()) {
+    std::vector<std::string> bodies;
+    for (const WorkItem& item : in.items)
+      bodies.push_back(in.api == Api::chat ? chat_request_body(item, flags.model, overrides)
+                                           : request_body(item, flags.model, overrides));
+    out.records = run_load(in.endpoint, bodies, point.shape, show_progress, duration);
+  } else {
+    ConversationShape shape;
+    shape.concurrency = point.shape.concurrency;
+    shape.max_requests = point.shape.max_requests;
+    shape.max_seconds = point.shape.max_seconds;
+    shape.max_turns = flags.max_turns;
+    shape.history = parse_history(flags.history);
+    shape.request_timeout_seconds = point.shape.request_timeout_seconds;
+    ConversationRun replayed = run_conversations(
+        in.endpoint, in.conversations, shape, {flags.model, flags.output_tokens, overrides},
+        show_progress);
+    per_conversation = conversation_totals(replayed, in.conversations);
+    out.records = std::move(replayed.records);
+    duration = replayed.duration_seconds;
+  }
+  if (in.show_progress_line) std::fprintf(stderr, "\n");
+  failures.add_run(title, out.records);
+  out.summary = summarize(out.records, duration, in.objectives);
+  std::printf("%s", summary_table(out.summary, title).c_str());
+  json& run = out.figures;
+  run["summary"] = summary_json(out.summary);
+  if (!in.conversations.empty()) {
+    std::printf("%s", conversations_line(per_conversation).c_str());
+    run["conversations"] = conversations_json(per_conversation);
+  }
+  if (in.scrape) {
+    const auto after = parse_prometheus(fetch_metrics(in.endpoint));
+    const SpeculationDelta delta = speculation_delta(before, after);
+    if (delta.target_steps > 0) {
+      std::printf("Speculation (server /metrics): acceptance rate %.3f, accepted per draft %.2f, "
+                  "tokens per target step %.2f\n",
+                  delta.acceptance_rate(), delta.accepted_per_draft(),
+                  delta.tokens_per_target_step());
+      if (delta.step_seconds > 0) {
+        std::printf("Pipelining (server /metrics): %.0f of %.0f steps pipelined, draft busy "
+                    "%.2f, target busy %.2f of step time, draft-ahead hit rate %.2f (%.0f of "
+                    "%.0f)\n",
+                    delta.pipelined_steps, delta.target_steps, delta.draft_busy_fraction(),
+                    delta.target_busy_fraction(), delta.ahead_hit_rate(), delta.ahead_hits,
+                    delta.ahead_hits + delta.ahead_misses);
+      }
+      run["speculation"] = {{"acceptance_rate", delta.acceptance_rate()},
+                            {"accepted_per_draft", delta.accepted_per_draft()},
+                            {"tokens_per_target_step", delta.tokens_per_target_step()},
+                            {"drafts", delta.drafts},
+                            {"draft_tokens", delta.draft_tokens},
+                            {"accepted_tokens", delta.accepted_tokens},
+                            {"target_steps", delta.target_steps},
+                            {"generation_tokens", delta.generation_tokens},
+                            {"pipelined_steps", delta.pipelined_steps},
+                            {"draft_busy_fraction", delta.draft_busy_fraction()},
+                            {"target_busy_fraction", delta.target_busy_fraction()},
+                            {"draft_ahead_hits", delta.ahead_hits},
+                            {"draft_ahead_misses", delta.ahead_misses}};
+    }
+    const PrefixCacheDelta cache = prefix_cache_delta(before, after);
+    if (cache.target_queries > 0) {
+      std::printf("Prefix cache (server /metrics, prompt tokens): target hit rate %.3f (%.0f of "
+                  "%.0f), draft hit rate %.3f (%.0f of %.0f)\n",
+                  cache.target_hit_rate(), cache.target_hits, cache.target_queries,
+                  cache.draft_hit_rate(), cache.draft_hits, cache.draft_queries);
+      run["prefix_cache"] = {{"target_queries", cache.target_queries},
+                             {"target_hits", cache.target_hits},
+                             {"target_hit_rate", cache.target_hit_rate()},
+                             {"draft_queries", cache.draft_queries},
+                             {"draft_hits", cache.draft_hits},
+                             {"draft_hit_rate", cache.draft_hit_rate()}};
+    }
+  }
+  std::printf("\n");
+  std::fflush(stdout);
+  return out;
+}
+
+std::string fixed3(double x) {
+  char text[32];
+  std::snprintf(text, sizeof text, "%.3f", x);
+  return text;
+}
+
+// Each variant after the first against the first at one load point:
+// printed, and returned for the JSON report. throughput[v][r] is variant
+// v's output tokens/s in round r.
+json compare_variants(const std::vector<std::pair<std::string, json>>& variants,
+                      const std::vector<std::vector<double>>& throughput,
+                      const std::string& load) {
+  json out = json::array();
+  const std::string& baseline = variants.front().first;
+  for (size_t v = 1; v < variants.size(); ++v) {
+    std::vector<double> ratios;
+    for (size_t r = 0; r < throughput[v].size(); ++r) {
+      // A run that emitted nothing (every request failed) has no ratio.
+      if (!(throughput[0][r] > 0) || !(throughput[v][r] > 0)) continue;
+      ratios.push_back(throughput[v][r] / throughput[0][r]);
+    }
+    const std::string name = variants[v].first + " / " + baseline + ", " + load;
+    if (ratios.empty()) {
+      std::printf("%s: no round where both emitted tokens\n", name.c_str());
+      continue;
+    }
+    const RatioSummary summary = summarize_ratios(ratios);
+    std::string line = name + ", output throughput per round:";
+    for (size_t r = 0; r < ratios.size(); ++r)
+      line += (r ? ", " : " ") + fixed3(ratios[r]);
+    line += "; geometric mean " + fixed3(summary.geometric_mean);
+    if (summary.low)
+      line += " (95% interval " + fixed3(*summary.low) + "-" + fixed3(*summary.high) + ")";
+    std::printf("%s\n", line.c_str());
+    json entry = {{"load", load},
+                  {"variant", variants[v].first},
+                  {"baseline", baseline},
+                  {"output_throughput_ratios", ratios},
+                  {"geometric_mean", summary.geometric_mean}};
+    if (summary.low) entry["interval_95"] = {*summary.low, *summary.high};
+    out.push_back(entry);
+  }
+  return out;
+}
+
 void write_file(const std::filesystem::path& path, const std::string& text) {
   std::ofstream out(path);
   require(out.good(), ErrorKind::not_found, "cannot write " + path.string());
@@ -186,6 +355,9 @@ int run_loadtest(const LoadtestFlags& flags) {
   endpoint.api_key = flags.api_key;
   const std::vector<SweepPoint> points = sweep(flags);
   const auto runs_variants = variants(flags);
+  require(flags.rounds >= 1 && flags.rounds <= 1000, ErrorKind::invalid_argument,
+          "--rounds must be 1 to 1000, got " + std::to_string(flags.rounds));
+  const auto rounds = static_cast<size_t>(flags.rounds);
   const Slo objectives = slo(flags);
   const size_t per_run = points.front().shape.max_requests;
   const std::vector<WorkItem> items = workload(flags, per_run > 0 ? per_run : 256);
@@ -210,109 +382,41 @@ int run_loadtest(const LoadtestFlags& flags) {
                       {"duration_per_run", points.front().shape.max_seconds},
                       {"corpus", flags.corpus.empty() ? std::string(kDefaultCorpusName) : flags.corpus},
                       {"seed", flags.seed},
-                      {"ignore_eos", flags.ignore_eos}};
+                      {"ignore_eos", flags.ignore_eos},
+                      {"rounds", rounds}};
   report["runs"] = json::array();
+  report["comparisons"] = json::array();
 
   std::vector<std::string> variant_names;
   for (const auto& [variant, overrides] : runs_variants) variant_names.push_back(variant);
   SweepPlots plots(variant_names);
   FailureLog failures;
+  const RunInputs inputs{api, endpoint, items, conversations, flags, objectives, scrape,
+                         show_progress_line};
   for (size_t point_index = 0; point_index < points.size(); ++point_index) {
     const SweepPoint& point = points[point_index];
-    for (const auto& [variant, overrides] : runs_variants) {
-      const auto before = scrape ? parse_prometheus(fetch_metrics(endpoint)) : std::map<std::string, double>{};
-      double duration = 0;
-      const std::string title = variant + ", " + point.label;
-      const auto run_start = std::chrono::steady_clock::now();
-      auto show_progress = [&](size_t done, size_t total) {
-        if (!show_progress_line) return;
-        const double elapsed =
-            std::chrono::duration<double>(std::chrono::steady_clock::now() - run_start).count();
-        std::fprintf(stderr, "\r%s  %s\x1b[K", progress_line(done, total, elapsed, 30).c_str(),
-                     title.c_str());
-      };
-      std::vector<RequestRecord> records;
-      std::vector<ConversationTotals> per_conversation;
-      if (conversations.empty()) {
-        std::vector<std::string> bodies;
-        for (const WorkItem& item : items)
-          bodies.push_back(api == Api::chat ? chat_request_body(item, flags.model, overrides)
-                                            : request_body(item, flags.model, overrides));
-        records = run_load(endpoint, bodies, point.shape, show_progress, duration);
-      } else {
-        ConversationShape shape;
-        shape.concurrency = point.shape.concurrency;
-        shape.max_requests = point.shape.max_requests;
-        shape.max_seconds = point.shape.max_seconds;
-        shape.max_turns = flags.max_turns;
-        shape.history = parse_history(flags.history);
-        shape.request_timeout_seconds = point.shape.request_timeout_seconds;
-        ConversationRun replayed = run_conversations(
-            endpoint, conversations, shape, {flags.model, flags.output_tokens, overrides},
-            show_progress);
-        per_conversation = conversation_totals(replayed, conversations);
-        records = std::move(replayed.records);
-        duration = replayed.duration_seconds;
+    std::vector<std::vector<double>> throughput(runs_variants.size(), std::vector<double>(rounds));
+    for (size_t round = 0; round < rounds; ++round) {
+      for (size_t v : round_order(runs_variants.size(), round)) {
+        const auto& [variant, overrides] = runs_variants[v];
+        std::string title = variant + ", " + point.label;
+        if (rounds > 1) title += ", round " + std::to_string(round + 1);
+        RunOutcome outcome = run_once(inputs, point, overrides, title, failures);
+        throughput[v][round] = outcome.summary.output_throughput;
+        json run = {{"variant", variant}, {"load", point.label}, {"x", point.load},
+                    {"round", round + 1}, {"overrides", overrides}};
+        run.update(outcome.figures);
+        report["runs"].push_back(run);
+        // The charts draw one run per variant and load: the first round's.
+        if (round == 0)
+          plots.add_run(variant, point_index, point.label, point.load, outcome.summary,
+                        outcome.records);
       }
-      if (show_progress_line) std::fprintf(stderr, "\n");
-      failures.add_run(title, records);
-      const RunSummary summary = summarize(records, duration, objectives);
-      std::printf("%s", summary_table(summary, title).c_str());
-      json run = {{"variant", variant}, {"load", point.label}, {"x", point.load},
-                  {"overrides", overrides}, {"summary", summary_json(summary)}};
-      if (!conversations.empty()) {
-        std::printf("%s", conversations_line(per_conversation).c_str());
-        run["conversations"] = conversations_json(per_conversation);
-      }
-      if (scrape) {
-        const auto after = parse_prometheus(fetch_metrics(endpoint));
-        const SpeculationDelta delta = speculation_delta(before, after);
-        if (delta.target_steps > 0) {
-          std::printf("Speculation (server /metrics): acceptance rate %.3f, accepted per draft %.2f, "
-                      "tokens per target step %.2f\n",
-                      delta.acceptance_rate(), delta.accepted_per_draft(),
-                      delta.tokens_per_target_step());
-          if (delta.step_seconds > 0) {
-            std::printf("Pipelining (server /metrics): %.0f of %.0f steps pipelined, draft busy "
-                        "%.2f, target busy %.2f of step time, draft-ahead hit rate %.2f (%.0f of "
-                        "%.0f)\n",
-                        delta.pipelined_steps, delta.target_steps, delta.draft_busy_fraction(),
-                        delta.target_busy_fraction(), delta.ahead_hit_rate(), delta.ahead_hits,
-                        delta.ahead_hits + delta.ahead_misses);
-          }
-          run["speculation"] = {{"acceptance_rate", delta.acceptance_rate()},
-                                {"accepted_per_draft", delta.accepted_per_draft()},
-                                {"tokens_per_target_step", delta.tokens_per_target_step()},
-                                {"drafts", delta.drafts},
-                                {"draft_tokens", delta.draft_tokens},
-                                {"accepted_tokens", delta.accepted_tokens},
-                                {"target_steps", delta.target_steps},
-                                {"generation_tokens", delta.generation_tokens},
-                                {"pipelined_steps", delta.pipelined_steps},
-                                {"draft_busy_fraction", delta.draft_busy_fraction()},
-                                {"target_busy_fraction", delta.target_busy_fraction()},
-                                {"draft_ahead_hits", delta.ahead_hits},
-                                {"draft_ahead_misses", delta.ahead_misses}};
-        }
-        const PrefixCacheDelta cache = prefix_cache_delta(before, after);
-        if (cache.target_queries > 0) {
-          std::printf("Prefix cache (server /metrics, prompt tokens): target hit rate %.3f (%.0f of "
-                      "%.0f), draft hit rate %.3f (%.0f of %.0f)\n",
-                      cache.target_hit_rate(), cache.target_hits, cache.target_queries,
-                      cache.draft_hit_rate(), cache.draft_hits, cache.draft_queries);
-          run["prefix_cache"] = {{"target_queries", cache.target_queries},
-                                 {"target_hits", cache.target_hits},
-                                 {"target_hit_rate", cache.target_hit_rate()},
-                                 {"draft_queries", cache.draft_queries},
-                                 {"draft_hits", cache.draft_hits},
-                                 {"draft_hit_rate", cache.draft_hit_rate()}};
-        }
-      }
+    }
+    if (runs_variants.size() > 1) {
+      for (json& entry : compare_variants(runs_variants, throughput, point.label))
+        report["comparisons"].push_back(std::move(entry));
       std::printf("\n");
-      std::fflush(stdout);
-      report["runs"].push_back(run);
-
-      plots.add_run(variant, point_index, point.label, point.load, summary, records);
     }
   }
   report["requests"] = failures.requests();

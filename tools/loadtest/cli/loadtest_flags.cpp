@@ -58,6 +58,10 @@ void add_loadtest_flags(cli::Command& app, LoadtestFlags& f) {
             "a JSON object of name -> body overrides, each run in turn at every load point, "
             "e.g. '{\"spec on\": {}, \"spec off\": {\"speculation\": false}}'")
       .type_name("JSON");
+  add_value(app, "--rounds", f.rounds,
+            "with --variants: run them this many times at every load point, in alternating "
+            "order, and print each one's output throughput over the first's per round, with the "
+            "geometric mean and its 95% interval");
   add_value(app, "--slo-ttft-ms", f.slo_ttft_ms, "goodput: time to first token at most")
       .type_name("MS");
   add_value(app, "--slo-tpot-ms", f.slo_tpot_ms, "goodput: time per output token at most")

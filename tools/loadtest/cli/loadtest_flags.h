@@ -36,6 +36,7 @@ struct LoadtestFlags {
   bool ignore_eos = false;  // every request asks for "ignore_eos": true
   std::string body;      // JSON merged into every request
   std::string variants;  // JSON: name -> overrides, run side by side
+  int rounds = 1;         // the variants this many times per load point (variant_rounds.h)
   std::optional<double> slo_ttft_ms, slo_tpot_ms, slo_e2e_ms;
   std::int64_t seed = 0;
   std::string json;   // write every figure here
