@@ -1,6 +1,12 @@
-// Every message type survives encode → decode with every field intact, and
-// peek_type reads the type from the header.
+// Every message type survives encode → decode with every field intact,
+// peek_type reads the type from the header, and the wire fuzzer's seeds are
+// this format's samples.
 #include <gtest/gtest.h>
+
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <iterator>
 
 #include "tests/cluster/sample_messages.h"
 #include "cluster/wire/messages.h"
@@ -192,6 +198,32 @@ TEST(MessagesRoundTrip, HeaderLayout) {
   EXPECT_EQ(static_cast<uint8_t>(bytes[5]), 0);
   EXPECT_EQ(static_cast<uint8_t>(bytes[6]), static_cast<uint8_t>(MessageType::shutdown));
   EXPECT_EQ(static_cast<uint8_t>(bytes[8]), bytes.size() - 12);
+}
+
+TEST(MessagesRoundTrip, TheFuzzersSeedsAreTheSamplesInThisFormat) {
+  // tests/fuzz/corpus/wire_messages/<name>.bin is encode() of each sample:
+  // seeds of an older format version would stop at the header check.
+  // TANDEM_WRITE_WIRE_SEEDS=1 writes them afresh after a format change.
+  const std::filesystem::path dir =
+      std::filesystem::path(TANDEM_SOURCE_DIR) / "tests/fuzz/corpus/wire_messages";
+  const bool write = std::getenv("TANDEM_WRITE_WIRE_SEEDS") != nullptr;
+  for (const auto& sample : test_support::encoded_samples()) {
+    const std::filesystem::path path = dir / (sample.name + ".bin");
+    if (write) {
+      std::ofstream(path, std::ios::binary)
+          .write(reinterpret_cast<const char*>(sample.bytes.data()),
+                 static_cast<std::streamsize>(sample.bytes.size()));
+    }
+    std::ifstream in(path, std::ios::binary);
+    ASSERT_TRUE(in) << path;
+    const std::vector<char> seed{std::istreambuf_iterator<char>(in), {}};
+    const std::vector<char> expected(reinterpret_cast<const char*>(sample.bytes.data()),
+                                     reinterpret_cast<const char*>(sample.bytes.data()) +
+                                         sample.bytes.size());
+    EXPECT_EQ(seed, expected) << path
+                              << " is not this format's sample: rerun this test with "
+                                 "TANDEM_WRITE_WIRE_SEEDS=1";
+  }
 }
 
 }  // namespace
