@@ -1,5 +1,5 @@
 #!/bin/bash
-# `tandem-loadtest`'s chat flags (and --rounds) refuse what they cannot do, before sending
+# `tandem-loadtest`'s chat flags (and --rounds, --warmups) refuse what they cannot do, before sending
 # anything: each bad combination must exit non-zero with an error naming its
 # flag (or file:line). No server is needed, none is contacted: the URL's port
 # is 1, where nothing listens.
@@ -33,6 +33,9 @@ expect_refusal "not both" --endpoint chat --conversations "$sample" --prompts "$
 expect_refusal "--output-tokens" --endpoint chat --conversations "$sample" --output-tokens 0 --concurrency 1
 expect_refusal "--rounds must be 1 to 1000, got 0" --concurrency 1 --rounds 0
 expect_refusal "--rounds must be 1 to 1000, got 1001" --concurrency 1 --rounds 1001
+expect_refusal "--warmups must be 0 to 100000, got -1" --concurrency 1 --warmups -1
+expect_refusal "does not go with --conversations" --endpoint chat --conversations "$sample" \
+  --warmups 2 --concurrency 1
 printf '%s\n' '{"messages": [{"role": "user", "content": "fine"}]}' \
   '{"conversations": [{"from": "robot", "value": "x"}]}' >"$work/bad.jsonl"
 expect_refusal "$work/bad.jsonl:2: \"conversations\"[0].from is \"robot\"" \

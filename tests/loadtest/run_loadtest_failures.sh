@@ -7,6 +7,7 @@
 #  - empty completions (200, no text, 0 tokens): failed, no TTFT recorded;
 #  - good answers, started from another working directory without --corpus:
 #    the built-in corpus is found; --ignore-eos reaches every request body;
+#    --warmups sends its requests first and leaves them out of the run;
 #    the plots' captions give count, date and URL; a missing --corpus is
 #    named in the error;
 #  - progress: none on a pipe; rate and ETA on a terminal (a pty), none
@@ -105,6 +106,21 @@ done
 run_tool --corpus "$work/no_such_corpus.jsonl"
 ((status != 0)) || fail "a missing --corpus was accepted"
 expect_in "missing --corpus" "$err" "cannot open $work/no_such_corpus.jsonl"
+
+# --warmups: 3 requests sent first, in no run's figures.
+stop_fake
+start_fake ok
+run_tool --warmups 3 --json "$work/warm.json"
+((status == 0)) || fail "--warmups: exit status $status: $err"
+expect_in "--warmups" "$out" "warm-up, run: 3 requests in"
+"$python" -c '
+import json, sys
+r = json.load(open(sys.argv[1]))
+s = r["runs"][0]["summary"]
+assert s["completed"] == 8 and s["failed"] == 0, s
+assert r["config"]["warmups"] == 3 and r["requests"] == 11 and r["failed"] == 0, r
+assert sum(1 for _ in open(sys.argv[2])) == 11, "the server saw another count"
+' "$work/warm.json" "$work/bodies" || fail "--warmups: JSON counts or requests sent"
 
 # On a terminal: the progress line with rate and ETA; with --quiet, nothing.
 on_tty() {  # on_tty ARGS...: the tool's stderr, read through a pty

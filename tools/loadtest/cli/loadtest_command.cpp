@@ -7,7 +7,7 @@
 //       [--prompts FILE.jsonl | --input-words N --output-tokens N [--range N] [--corpus FILE]
 //        | --endpoint chat --conversations FILE.jsonl [--max-turns N] [--history live|recorded]]
 //       [--body JSON] [--variants '{"spec on": {}, "spec off": {"speculation": false}}']
-//       [--rounds N]
+//       [--rounds N] [--warmups N]
 //       [--slo-ttft-ms X] [--slo-tpot-ms Y] [--slo-e2e-ms Z] [--seed N]
 //       [--json FILE] [--plots DIR] [--model NAME] [--api-key KEY] [--no-metrics]
 //       [--ignore-eos] [--allow-errors] [--quiet]
@@ -23,6 +23,7 @@
 // --allow-errors.
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <ctime>
@@ -196,6 +197,44 @@ struct RunOutcome {
   std::vector<RequestRecord> records;
 };
 
+// The request bodies of the workload under a variant's overrides.
+std::vector<std::string> request_bodies(const RunInputs& in, const json& overrides) {
+  std::vector<std::string> bodies;
+  for (const WorkItem& item : in.items)
+    bodies.push_back(in.api == Api::chat ? chat_request_body(item, in.flags.model, overrides)
+                                         : request_body(item, in.flags.model, overrides));
+  return bodies;
+}
+
+// --warmups: `count` requests of each variant before the sweep, at the
+// first load point's concurrency (one at a time before an open loop), in
+// no run's figures. A fresh server's first requests pay for page faults,
+// cold caches and the γ controller's first measurements: in one try the
+// first run on a fresh server gave 485 output tokens/s, the next five
+// 1,148-1,266. Their failures count as a run's do.
+void warm_up(const RunInputs& in, const SweepPoint& first,
+             const std::vector<std::pair<std::string, json>>& variants, int count,
+             FailureLog& failures) {
+  LoadShape shape = first.shape;
+  shape.concurrency =
+      shape.kind == LoadShape::closed_loop ? std::min(shape.concurrency, count) : 1;
+  shape.kind = LoadShape::closed_loop;
+  shape.max_requests = static_cast<size_t>(count);
+  shape.max_seconds = 0;
+  for (const auto& [variant, overrides] : variants) {
+    double duration = 0;
+    const auto no_progress = [](size_t, size_t) {};
+    const std::vector<RequestRecord> records =
+        run_load(in.endpoint, request_bodies(in, overrides), shape, no_progress, duration);
+    failures.add_run("warm-up, " + variant, records);
+    const auto failed = std::count_if(records.begin(), records.end(),
+                                      [](const RequestRecord& r) { return !r.ok; });
+    std::printf("warm-up, %s: %zu requests in %.2f s (%td failed), left out of the figures\n",
+                variant.c_str(), records.size(), duration, failed);
+  }
+  std::printf("\n");
+}
+
 // One variant (its body overrides) at one load point: runs it, prints
 // vLLM's result block and the server's figures of the run under `title`,
 // and adds its failures to `failures`.
@@ -216,11 +255,8 @@ RunOutcome run_once(const RunInputs& in, const SweepPoint& point, const json& ov
   RunOutcome out;
   std::vector<ConversationTotals> per_conversation;
   if (in.conversations.empty()) {
-    std::vector<std::string> bodies;
-    for (const WorkItem& item : in.items)
-      bodies.push_back(in.api == Api::chat ? chat_request_body(item, flags.model, overrides)
-                                           : request_body(item, flags.model, overrides));
-    out.records = run_load(in.endpoint, bodies, point.shape, show_progress, duration);
+    out.records =
+        run_load(in.endpoint, request_bodies(in, overrides), point.shape, show_progress, duration);
   } else {
     ConversationShape shape;
     shape.concurrency = point.shape.concurrency;
@@ -358,6 +394,10 @@ int run_loadtest(const LoadtestFlags& flags) {
   require(flags.rounds >= 1 && flags.rounds <= 1000, ErrorKind::invalid_argument,
           "--rounds must be 1 to 1000, got " + std::to_string(flags.rounds));
   const auto rounds = static_cast<size_t>(flags.rounds);
+  require(flags.warmups >= 0 && flags.warmups <= 100000, ErrorKind::invalid_argument,
+          "--warmups must be 0 to 100000, got " + std::to_string(flags.warmups));
+  require(flags.warmups == 0 || flags.conversations.empty(), ErrorKind::invalid_argument,
+          "--warmups sends single requests: it does not go with --conversations");
   const Slo objectives = slo(flags);
   const size_t per_run = points.front().shape.max_requests;
   const std::vector<WorkItem> items = workload(flags, per_run > 0 ? per_run : 256);
@@ -383,7 +423,8 @@ int run_loadtest(const LoadtestFlags& flags) {
                       {"corpus", flags.corpus.empty() ? std::string(kDefaultCorpusName) : flags.corpus},
                       {"seed", flags.seed},
                       {"ignore_eos", flags.ignore_eos},
-                      {"rounds", rounds}};
+                      {"rounds", rounds},
+                      {"warmups", flags.warmups}};
   report["runs"] = json::array();
   report["comparisons"] = json::array();
 
@@ -393,6 +434,7 @@ int run_loadtest(const LoadtestFlags& flags) {
   FailureLog failures;
   const RunInputs inputs{api, endpoint, items, conversations, flags, objectives, scrape,
                          show_progress_line};
+  if (flags.warmups > 0) warm_up(inputs, points.front(), runs_variants, flags.warmups, failures);
   for (size_t point_index = 0; point_index < points.size(); ++point_index) {
     const SweepPoint& point = points[point_index];
     std::vector<std::vector<double>> throughput(runs_variants.size(), std::vector<double>(rounds));

@@ -62,6 +62,9 @@ void add_loadtest_flags(cli::Command& app, LoadtestFlags& f) {
             "with --variants: run them this many times at every load point, in alternating "
             "order, and print each one's output throughput over the first's per round, with the "
             "geometric mean and its 95% interval");
+  add_value(app, "--warmups", f.warmups,
+            "requests per variant sent before the sweep and left out of its figures (a fresh "
+            "server's first requests are slow); not with --conversations");
   add_value(app, "--slo-ttft-ms", f.slo_ttft_ms, "goodput: time to first token at most")
       .type_name("MS");
   add_value(app, "--slo-tpot-ms", f.slo_tpot_ms, "goodput: time per output token at most")

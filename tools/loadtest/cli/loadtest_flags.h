@@ -37,6 +37,7 @@ struct LoadtestFlags {
   std::string body;      // JSON merged into every request
   std::string variants;  // JSON: name -> overrides, run side by side
   int rounds = 1;         // the variants this many times per load point (variant_rounds.h)
+  int warmups = 0;        // requests per variant before the sweep, not in its figures
   std::optional<double> slo_ttft_ms, slo_tpot_ms, slo_e2e_ms;
   std::int64_t seed = 0;
   std::string json;   // write every figure here
