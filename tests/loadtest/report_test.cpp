@@ -155,6 +155,20 @@ TEST(SummaryJson, GoodputIsANumberWhenPresent) {
   EXPECT_DOUBLE_EQ(summary_json(s).at("goodput").get<double>(), 0.48);
 }
 
+TEST(ComparisonLine, GivesEachRoundThenTheMeanAndTheIntervalWhereThereIsOne) {
+  RatioSummary two;
+  two.geometric_mean = 0.98711;
+  two.low = 0.5449;
+  two.high = 1.78712;
+  EXPECT_EQ(comparison_line("on / off, concurrency 8", {1.0542, 0.9243}, two),
+            "on / off, concurrency 8, output throughput per round: 1.054, 0.924; geometric mean "
+            "0.987 (95% interval 0.545-1.787)\n");
+  RatioSummary one;
+  one.geometric_mean = 1.25;
+  EXPECT_EQ(comparison_line("b / a, rate 2/s", {1.25}, one),
+            "b / a, rate 2/s, output throughput per round: 1.250; geometric mean 1.250\n");
+}
+
 TEST(ProgressBar, FillsInProportionAndAlignsTheCount) {
   EXPECT_EQ(progress_bar(42, 100, 10), "[####......]  42/100");
   EXPECT_EQ(progress_bar(0, 5, 4), "[....] 0/5");

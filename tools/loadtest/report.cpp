@@ -191,4 +191,14 @@ std::string progress_line(size_t done, size_t total, double elapsed_seconds, int
   return progress_bar(done, total, width) + "  " + rate_text + "  ETA " + eta;
 }
 
+std::string comparison_line(const std::string& name, const std::vector<double>& ratios,
+                            const RatioSummary& summary) {
+  std::string line = name + ", output throughput per round:";
+  for (size_t r = 0; r < ratios.size(); ++r) line += (r ? ", " : " ") + fixed(ratios[r], 3);
+  line += "; geometric mean " + fixed(summary.geometric_mean, 3);
+  if (summary.low && summary.high)
+    line += " (95% interval " + fixed(*summary.low, 3) + "-" + fixed(*summary.high, 3) + ")";
+  return line + "\n";
+}
+
 }  // namespace tandem::loadtest

@@ -12,6 +12,7 @@
 
 #include "tools/loadtest/conversation_runner.h"
 #include "tools/loadtest/statistics.h"
+#include "tools/loadtest/variant_rounds.h"
 
 namespace tandem::loadtest {
 
@@ -34,6 +35,12 @@ std::string conversations_line(const std::vector<ConversationTotals>& conversati
 // (file:line), turns, completed, failed, prompt_tokens, output_tokens,
 // seconds (first turn sent to last turn's end), finished.
 nlohmann::json conversations_json(const std::vector<ConversationTotals>& conversations);
+
+// One variant against the first in one line, ending with a newline:
+// "<name>, output throughput per round: 1.054, 0.924; geometric mean 0.987
+// (95% interval 0.545-1.787)", the interval only where summary has one.
+std::string comparison_line(const std::string& name, const std::vector<double>& ratios,
+                            const RatioSummary& summary);
 
 // "[#####.......]  42/100": width cells, filled in proportion to done/total
 // (done is capped at total), then the count right-aligned to total's digits.

@@ -331,12 +331,6 @@ RunOutcome run_once(const RunInputs& in, const SweepPoint& point, const json& ov
   return out;
 }
 
-std::string fixed3(double x) {
-  char text[32];
-  std::snprintf(text, sizeof text, "%.3f", x);
-  return text;
-}
-
 // Each variant after the first against the first at one load point:
 // printed, and returned for the JSON report. throughput[v][r] is variant
 // v's output tokens/s in round r.
@@ -358,13 +352,7 @@ json compare_variants(const std::vector<std::pair<std::string, json>>& variants,
       continue;
     }
     const RatioSummary summary = summarize_ratios(ratios);
-    std::string line = name + ", output throughput per round:";
-    for (size_t r = 0; r < ratios.size(); ++r)
-      line += (r ? ", " : " ") + fixed3(ratios[r]);
-    line += "; geometric mean " + fixed3(summary.geometric_mean);
-    if (summary.low)
-      line += " (95% interval " + fixed3(*summary.low) + "-" + fixed3(*summary.high) + ")";
-    std::printf("%s\n", line.c_str());
+    std::printf("%s", comparison_line(name, ratios, summary).c_str());
     json entry = {{"load", load},
                   {"variant", variants[v].first},
                   {"baseline", baseline},
