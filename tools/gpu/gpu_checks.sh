@@ -19,6 +19,7 @@
 #   engine          the speculative engine on the GPU         (ctest -L gpu_engine)
 #   server N        part N of 3 of the server suite on the GPU (ctest -L gpu_server)
 #   bench_forward, bench_steps, bench_batching   one GPU benchmark each
+#   bench_serve     speculation on vs off through the server on the GPU
 #   summary [DIR..] every stage's verdict, and what the GPU's numbers were
 #                   compared with (DIRs: logs fetched from several calls)
 #
@@ -34,7 +35,7 @@ stage=${1:-}
 repo=$(cd "$(dirname "$0")/../.." && pwd)
 self=$repo/tools/gpu/gpu_checks.sh
 bundle=${TANDEM_BUNDLE:-/tmp/tandem-debs}
-build=$repo/build-gpu
+build=${TANDEM_GPU_BUILD:-$repo/build-gpu}  # another folder only for the stages' own test
 logs=$build/logs
 mkdir -p "$logs"
 cd "$repo" || exit 1
@@ -188,6 +189,74 @@ bench_stage() {
   fi
 }
 
+# A server's /ready: 0 once it says ready, 1 while it loads (or has not
+# said its port yet), 2 once its process (pid $2) has ended.
+server_ready() {
+  local log=$1 pid=$2 port
+  kill -0 "$pid" 2>/dev/null || return 2
+  port=$(sed -n 's|.*listening on http://127.0.0.1:\([0-9]*\).*|\1|p' "$log" | head -n 1)
+  [[ -n $port ]] || return 1
+  python3 -c 'import sys, urllib.request
+try:
+    body = urllib.request.urlopen(sys.argv[1], timeout=5).read().decode()
+except Exception:
+    sys.exit(1)
+sys.exit(0 if "\"ready\"" in body else 1)' "http://127.0.0.1:$port/ready"
+}
+
+# serve_stage NAME: the embedded default deployment (the tiny pair) with
+# backend: cuda on a free port, and tandem-loadtest's on and off variants in
+# alternating rounds at concurrency 1, 8 and 16: the verdict gives on / off
+# (output tokens per second) per load point, the geometric mean of 4 rounds
+# and its 95% interval. TANDEM_SERVE_BACKEND=cpu and TANDEM_SERVE_REQUESTS
+# (128) are for the stage's own test, on a machine without a GPU.
+serve_stage() {
+  local name=$1 backend=${TANDEM_SERVE_BACKEND:-cuda} requests=${TANDEM_SERVE_REQUESTS:-128}
+  need_build "$name"
+  device_line >"$logs/$name.log"
+  local config=$build/$name.yaml server_log=$logs/$name.server.log
+  sed "s/^\(  backend:\) cpu /\1 $backend /" configs/local.yaml >"$config"
+  : >"$server_log"
+  "$build/tandem" serve --config "$config" --port 0 >"$server_log" 2>&1 &
+  local server=$! state=1 waited=0
+  while ((waited < 1200)); do  # tenths of a second
+    server_ready "$server_log" "$server"
+    state=$?
+    ((state == 1)) || break
+    sleep 0.1
+    waited=$((waited + 1))
+  done
+  if ((state != 0)); then
+    kill "$server" 2>/dev/null
+    wait "$server" 2>/dev/null
+    cat "$server_log" >>"$logs/$name.log"
+    if grep -qE 'sees 0 CUDA device|has no CUDA backend' "$server_log"; then
+      record "$name" "$name: NO DEVICE, the server needs one"
+    else
+      record "$name" "$name: FAIL, the server was not ready after $((waited / 10)) s: $(tail -n 1 "$server_log")"
+    fi
+    return
+  fi
+  local port
+  port=$(sed -n 's|.*listening on http://127.0.0.1:\([0-9]*\).*|\1|p' "$server_log" | head -n 1)
+  echo "\$ tandem-loadtest (server: configs/local.yaml with backend: $backend)" >>"$logs/$name.log"
+  bounded "$name" 300 "$build/tandem-loadtest" --url "http://127.0.0.1:$port/v1/completions" \
+    --concurrency 1,8,16 --requests "$requests" --input-words 32 --output-tokens 64 --seed 1 \
+    --warmups 8 --quiet --body '{"ignore_eos": true, "temperature": 0}' \
+    --variants '{"spec off": {"speculation": false}, "spec on": {}}' --rounds 4 \
+    --json "$logs/$name.json"
+  local status=$?
+  kill "$server"
+  wait "$server" 2>/dev/null
+  grep 'geometric mean' "$logs/$name.log"
+  # "spec on / spec off, concurrency 8, ...; geometric mean 0.893 (95% interval 0.758-1.053)"
+  local ratios
+  ratios=$(sed -n 's/^spec on \/ spec off, \(concurrency [0-9]*\),.*geometric mean \([0-9.]*\) (95% interval \([0-9.-]*\))$/\1 \2 (\3)/p' \
+    "$logs/$name.log" | paste -sd ';' | sed 's/;/, /g')
+  record "$name" "$(plain_verdict "$name" "$status" \
+    "spec on / off, geometric mean of 4 rounds (95% interval): ${ratios:-none}")"
+}
+
 target=configs/shapes/llama-3-8b.json
 draft=configs/shapes/llama-3-draft-0.5b.json
 
@@ -263,6 +332,7 @@ case $stage in
     bench_stage bench_batching batching --backend cuda --model models/tiny/target \
       --draft models/tiny/draft --batches 1,8,32
     ;;
+  bench_serve) serve_stage bench_serve ;;
   summary)
     shift
     [[ $# -gt 0 ]] || set -- "$logs"
