@@ -169,6 +169,11 @@ class Backend {
   // whose summation order depends on the shape; set_batch_invariant(true)
   // keeps them on its own kernel, several times slower there.
   virtual void set_batch_invariant(bool) {}
+  // CUDA: whether those matmuls of up to 64 rows run on the tiled variant of
+  // the batch-invariant kernel (kernels/cuda/skinny_matmul_tiled.cu: the
+  // same sums bit for bit, more weight bytes in flight). Off by default
+  // until a GPU run has checked and timed it. A no-op elsewhere.
+  virtual void set_tiled_skinny_matmul(bool) {}
   struct StepGraphStats {
     int64_t captured = 0;  // steps recorded into a new graph
     int64_t replayed = 0;  // steps that launched a graph recorded before

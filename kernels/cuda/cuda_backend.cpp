@@ -150,7 +150,11 @@ class CudaBackend final : public Backend {
               float* y) override {
     use_device();
     if (T <= cuda::kMaxInvariantRows || batch_invariant_) {
-      launch(&cuda::skinny_matmul, x, w, T, Kin, N, y);
+      if (tiled_skinny_ && cuda::skinny_matmul_tiled_fits(x, w, Kin)) {
+        launch(&cuda::skinny_matmul_tiled, x, w, T, Kin, N, y);
+      } else {
+        launch(&cuda::skinny_matmul, x, w, T, Kin, N, y);
+      }
     } else {
       run_recorded_ops();  // cuBLAS and its scratch are not recorded
       cublas_matmul(x, w, T, Kin, N, y);
@@ -348,6 +352,7 @@ class CudaBackend final : public Backend {
   }
   void set_step_graphs(bool on) override { graphs_.set_enabled(on); }
   void set_batch_invariant(bool on) override { batch_invariant_ = on; }
+  void set_tiled_skinny_matmul(bool on) override { tiled_skinny_ = on; }
   StepGraphStats step_graph_stats() const override { return graphs_.stats(); }
 
   void verify_greedy(std::span<const GreedyBlock> blocks, std::span<VerifyOutcome> out) override {
@@ -470,6 +475,7 @@ class CudaBackend final : public Backend {
   int device_;
   Dtype weight_dtype_;
   bool batch_invariant_ = false;  // skinny_matmul at every row count, not cuBLAS above 64
+  bool tiled_skinny_ = false;     // skinny_matmul_tiled where skinny_matmul would run
   SliceArrays slice_arrays_;
   cudaStream_t stream_ = nullptr;
   cublasHandle_t cublas_ = nullptr;

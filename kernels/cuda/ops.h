@@ -59,5 +59,15 @@ void moe_combine(const float* expert_rows, const int32_t* row_of_choice, const f
 inline constexpr int kMaxInvariantRows = 64;
 void skinny_matmul(const float* x, WeightView w, int T, int K, int N, float* y,
                    cudaStream_t stream);
+// skinny_matmul_tiled.cu: the same result bit for bit, several columns per
+// warp and x shared through shared memory, where skinny_matmul_tiled_fits
+// (K % 8 == 0, x and w 16-byte aligned); chosen by
+// Backend::set_tiled_skinny_matmul(true), not yet by default (see the file).
+inline bool skinny_matmul_tiled_fits(const float* x, WeightView w, int K) {
+  return K % 8 == 0 && reinterpret_cast<uintptr_t>(w.data) % 16 == 0 &&
+         reinterpret_cast<uintptr_t>(x) % 16 == 0;
+}
+void skinny_matmul_tiled(const float* x, WeightView w, int T, int K, int N, float* y,
+                         cudaStream_t stream);
 
 }  // namespace tandem::cuda

@@ -98,7 +98,7 @@ void print_cpu_references(const ModelConfig& c, size_t stream_bytes, double stre
 // Tokens per second of each timed round (and, on cpu, the streaming read's
 // GB/s, measured between the decode rounds so that both see the same machine).
 struct Rates {
-  std::vector<double> decode, prefill, decode_without_graphs, stream_gbs;
+  std::vector<double> decode, prefill, decode_without_graphs, decode_other_skinny, stream_gbs;
 };
 
 void warm_up(LoadedModel& open, int decode_tokens, int prompt_tokens) {
@@ -124,6 +124,12 @@ void time_round(LoadedModel& open, const ForwardFlags& flags, int round, StreamR
   rates.decode_without_graphs.push_back(flags.decode_tokens /
                                         time_tokens(model, cache, flags.decode_tokens, 1, seed));
   backend.set_step_graphs(true);
+  // And on the other of the two batch-invariant matmul kernels (the same
+  // sums bit for bit), for their ratio side by side too.
+  backend.set_tiled_skinny_matmul(!flags.model.tiled_skinny_matmul);
+  rates.decode_other_skinny.push_back(flags.decode_tokens /
+                                      time_tokens(model, cache, flags.decode_tokens, 1, seed));
+  backend.set_tiled_skinny_matmul(flags.model.tiled_skinny_matmul);
 }
 
 void report(LlamaModel& model, const ForwardFlags& flags, const Rates& rates, size_t stream_bytes) {
@@ -151,6 +157,12 @@ void report(LlamaModel& model, const ForwardFlags& flags, const Rates& rates, si
                 "(steps: %lld captured, %lld replayed, %lld op by op)\n",
                 without, decode_tps / without, static_cast<long long>(stats.captured),
                 static_cast<long long>(stats.replayed), static_cast<long long>(stats.eager));
+    const double other = median(rates.decode_other_skinny);
+    const double tiled = flags.model.tiled_skinny_matmul ? decode_tps : other;
+    const double plain = flags.model.tiled_skinny_matmul ? other : decode_tps;
+    std::printf("decode  batch 1 on the batch-invariant matmuls: skinny %.1f tokens/s, tiled "
+                "%.1f: tiled %.2fx (the same sums bit for bit; --tiled-skinny-matmul)\n",
+                plain, tiled, tiled / plain);
   }
   std::printf("weights read per decode step: %.1f MB; implied bandwidth at batch 1: %.1f GB/s\n",
               bytes / 1e6, bytes * decode_tps / 1e9);

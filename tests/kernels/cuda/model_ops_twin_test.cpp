@@ -227,5 +227,89 @@ TEST_F(ModelOpsTwin, BatchInvariantMatmulHoldsAtAnyRowCount) {
   }
 }
 
+// skinny_matmul_tiled (Backend::set_tiled_skinny_matmul(true)) against the
+// reference in double, and against skinny_matmul bit for bit: it promises
+// each element's sum in the same order, so anything but equality is a bug
+// in its indexing (a group, a lane, a column or a row out of place).
+// Shapes cover its edges: K of one group (8), of a chunk and a bit (264,
+// 520: lanes without a second group, a short last chunk), a multiple of 8
+// that is not of the chunk (1,544) and a model's width (4,096); N below,
+// at and past a block's 32 columns; T at 1, at and past the 4- and 16-row
+// tiles, and at 64; K = 1,000 (not a multiple of 8) falls back to
+// skinny_matmul.
+struct SkinnyShape {
+  int T, K, N;
+};
+const SkinnyShape kSkinnyShapes[] = {{1, 8, 5},      {1, 264, 33},   {1, 4096, 64},  {2, 520, 31},
+                         {3, 1544, 32},  {4, 264, 1},    {5, 1024, 333}, {16, 520, 40},
+                         {17, 1544, 65}, {33, 4096, 96}, {64, 1024, 33}, {5, 1000, 33}};
+
+// One matmul on `backend`; y as the host sees it.
+std::vector<float> run_matmul(Backend& backend, const std::vector<float>& x,
+                              const std::vector<float>& w, const SkinnyShape& s) {
+  Buffer gx = to_backend(backend, x), gw = backend.upload_weights(w);
+  Buffer gy = backend.allocate(static_cast<size_t>(s.T) * s.N);
+  backend.matmul(gx.data(), gw.view(), nullptr, s.T, s.K, s.N, gy.data());
+  return to_host(backend, gy.data(), static_cast<size_t>(s.T) * s.N);
+}
+
+TEST(SkinnyTiledTwin, MatchesTheCpuForEveryDtypeShapeAndRowCount) {
+  TANDEM_SKIP_WITHOUT_CUDA_DEVICE();
+  for (Dtype dtype : {Dtype::bf16, Dtype::f16, Dtype::f32}) {
+    auto gpu = testing::cuda_backend(dtype);
+    gpu->set_tiled_skinny_matmul(true);
+    for (const SkinnyShape& s : kSkinnyShapes) {
+      const auto x = random_normal(static_cast<size_t>(s.T) * s.K, 20 + s.T);
+      const auto w = random_normal(static_cast<size_t>(s.N) * s.K, 21 + s.K, 0.05f);
+      const Reference want = reference_matmul(x, rounded(w, dtype), {}, s.T, s.K, s.N);
+      const std::vector<float> got = run_matmul(*gpu, x, w, s);
+      for (size_t i = 0; i < got.size(); ++i)
+        ASSERT_NEAR(got[i], want.y[i], 1e-5f * want.magnitude[i])
+            << dtype_name(dtype) << " T " << s.T << " K " << s.K << " N " << s.N << " at " << i;
+    }
+  }
+}
+
+TEST(SkinnyTiledSelfCheck, EqualsTheSkinnyKernelBitForBit) {
+  TANDEM_SKIP_WITHOUT_CUDA_DEVICE();
+  for (Dtype dtype : {Dtype::bf16, Dtype::f16, Dtype::f32}) {
+    auto plain = testing::cuda_backend(dtype), tiled = testing::cuda_backend(dtype);
+    tiled->set_tiled_skinny_matmul(true);
+    for (const SkinnyShape& s : kSkinnyShapes) {
+      const auto x = random_normal(static_cast<size_t>(s.T) * s.K, 30 + s.T);
+      const auto w = random_normal(static_cast<size_t>(s.N) * s.K, 31 + s.K, 0.05f);
+      const std::vector<float> a = run_matmul(*plain, x, w, s), b = run_matmul(*tiled, x, w, s);
+      for (size_t i = 0; i < a.size(); ++i)
+        ASSERT_EQ(a[i], b[i]) << dtype_name(dtype) << " T " << s.T << " K " << s.K << " N "
+                              << s.N << " at row " << i / s.N << ", column " << i % s.N;
+    }
+  }
+}
+
+TEST(SkinnyTiledSelfCheck, EachRowAloneEqualsItsRowInTheBatch) {
+  TANDEM_SKIP_WITHOUT_CUDA_DEVICE();
+  // The batch invariance decoding relies on, directly: 64 rows (four
+  // 16-row tiles), 1 row (the T = 1 tile) and 3 (the 4-row tile).
+  auto gpu = testing::cuda_backend(Dtype::bf16);
+  gpu->set_tiled_skinny_matmul(true);
+  const int K = 1544, N = 70, T = 64;
+  const auto x = random_normal(static_cast<size_t>(T) * K, 40);
+  const auto w = random_normal(static_cast<size_t>(N) * K, 41, 0.05f);
+  Buffer gx = to_backend(*gpu, x), gw = gpu->upload_weights(w);
+  Buffer all = gpu->allocate(static_cast<size_t>(T) * N), few = gpu->allocate(3 * N);
+  gpu->matmul(gx.data(), gw.view(), nullptr, T, K, N, all.data());
+  const auto batched = to_host(*gpu, all.data(), static_cast<size_t>(T) * N);
+  for (int t : {0, 15, 16, 17, 61}) {
+    for (int rows : {1, 3}) {
+      gpu->matmul(gx.data() + static_cast<size_t>(t) * K, gw.view(), nullptr, rows, K, N,
+                  few.data());
+      const auto alone = to_host(*gpu, few.data(), static_cast<size_t>(rows) * N);
+      for (int n = 0; n < rows * N; ++n)
+        ASSERT_EQ(alone[static_cast<size_t>(n)], batched[static_cast<size_t>(t) * N + n])
+            << "row " << t << " among " << rows;
+    }
+  }
+}
+
 }  // namespace
 }  // namespace tandem

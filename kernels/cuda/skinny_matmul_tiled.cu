@@ -1,0 +1,142 @@
+// skinny_matmul_tiled: the same y = x · wᵀ as skinny_matmul's vector path,
+// every element summed in the same order (so bit for bit the same result,
+// batch-invariant alike), laid out to keep more of w's bytes in flight and
+// to read x fewer times:
+// - a warp computes kCols output columns at once, so every x value it
+//   loads serves kCols columns (skinny_matmul: one column per warp, and x
+//   read once per column);
+// - the block's warps share x, staged chunk by chunk (kChunk elements of
+//   up to kRowsMax rows) in shared memory, so x leaves L2 once per block;
+// - a lane issues all its w loads of a chunk (kCols × kGroupsPerLane
+//   16-byte loads) before it sums any of them: decoding is bound by the
+//   weight bytes in flight, and skinny_matmul has one load per lane in
+//   flight at a time.
+// The order, as in skinny_matmul: lane l sums the 8-element groups
+// g ≡ l (mod 32) of k in increasing g, each group's 8 products in order,
+// then the warp's 32 partial sums meet in warp_sum's fixed butterfly. A
+// chunk holds kChunk / 8 = 64 consecutive groups, lane l's being l and
+// l + 32, and chunks go in increasing k, so lane l still meets its groups
+// in increasing g. Needs K % 8 == 0 and 16-byte aligned x and w
+// (skinny_matmul_tiled_fits, the vector path's condition).
+// Not yet the backend's default: written without a GPU at hand, it has not
+// run yet. The twins compare it with skinny_matmul bit for bit and with the
+// CPU, and `tandem-bench forward --backend cuda` times decoding on both;
+// Backend::set_tiled_skinny_matmul(true) selects it.
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+
+#include <cstdint>
+
+#include "kernels/cuda/cuda_check.h"
+#include "kernels/cuda/device_math.cuh"
+#include "kernels/cuda/ops.h"
+#include "kernels/cuda/weight_groups.cuh"
+
+namespace tandem::cuda {
+namespace {
+
+constexpr int kCols = 4;                               // output columns per warp
+constexpr int kWarpsPerBlock = 8;                      // so 32 columns per block
+constexpr int kGroupsPerLane = 2;                      // 8-element groups per lane per chunk
+constexpr int kChunk = kWarp * 8 * kGroupsPerLane;     // 512 elements of k per chunk
+
+template <typename W, int kRowsMax>
+__global__ void __launch_bounds__(kWarpsPerBlock* kWarp)
+    skinny_tiled_kernel(const float* __restrict__ x, const W* __restrict__ w, int T, int K, int N,
+                        float* __restrict__ y) {
+  __shared__ __align__(16) float x_tile[kRowsMax][kChunk];
+  const int lane = threadIdx.x % kWarp;
+  const int n0 = (blockIdx.x * kWarpsPerBlock + threadIdx.x / kWarp) * kCols;
+  // Every warp takes part in staging and in the barriers, even one whose
+  // columns are all past N.
+  for (int t0 = 0; t0 < T; t0 += kRowsMax) {
+    const int rows = T - t0 < kRowsMax ? T - t0 : kRowsMax;
+    float acc[kRowsMax][kCols];
+#pragma unroll
+    for (int r = 0; r < kRowsMax; ++r)
+#pragma unroll
+      for (int c = 0; c < kCols; ++c) acc[r][c] = 0.0f;
+    for (int k0 = 0; k0 < K; k0 += kChunk) {
+      const int width = K - k0 < kChunk ? K - k0 : kChunk;  // a multiple of 8
+      // w first: its loads are in flight while x is staged.
+      float wk[kGroupsPerLane][kCols][8];
+#pragma unroll
+      for (int j = 0; j < kGroupsPerLane; ++j) {
+        const int k = (lane + j * kWarp) * 8;
+#pragma unroll
+        for (int c = 0; c < kCols; ++c) {
+          if (k < width && n0 + c < N) {
+            load8(w + static_cast<size_t>(n0 + c) * K + k0 + k, wk[j][c]);
+          } else {
+#pragma unroll
+            for (int i = 0; i < 8; ++i) wk[j][c][i] = 0.0f;
+          }
+        }
+      }
+      __syncthreads();  // every warp is done with the last chunk's x
+      const int quads = width / 4;
+      for (int i = threadIdx.x; i < rows * quads; i += kWarpsPerBlock * kWarp) {
+        const int r = i / quads, q = i % quads;
+        reinterpret_cast<float4*>(x_tile[r])[q] =
+            reinterpret_cast<const float4*>(x + static_cast<size_t>(t0 + r) * K + k0)[q];
+      }
+      __syncthreads();
+#pragma unroll
+      for (int j = 0; j < kGroupsPerLane; ++j) {
+        const int k = (lane + j * kWarp) * 8;
+        if (k >= width) break;  // the same for every later j
+#pragma unroll
+        for (int r = 0; r < kRowsMax; ++r) {
+          if (r < rows) {
+            float xk[8];
+            load8(&x_tile[r][k], xk);
+#pragma unroll
+            for (int c = 0; c < kCols; ++c)
+#pragma unroll
+              for (int i = 0; i < 8; ++i) acc[r][c] += xk[i] * wk[j][c][i];
+          }
+        }
+      }
+    }
+#pragma unroll
+    for (int r = 0; r < kRowsMax; ++r) {
+#pragma unroll
+      for (int c = 0; c < kCols; ++c) {
+        const float total = warp_sum(acc[r][c]);
+        if (r < rows && lane == 0 && n0 + c < N)
+          y[static_cast<size_t>(t0 + r) * N + n0 + c] = total;
+      }
+    }
+  }
+}
+
+template <typename W>
+void launch(const float* x, const void* w, int T, int K, int N, float* y, cudaStream_t stream) {
+  const int blocks = (N + kWarpsPerBlock * kCols - 1) / (kWarpsPerBlock * kCols);
+  const int threads = kWarpsPerBlock * kWarp;
+  const W* weights = static_cast<const W*>(w);
+  // Rows per pass over w: as few as the step has, so that a decode step
+  // (T = 1) keeps few registers and a small tile; the sums do not depend on it.
+  if (T == 1) {
+    skinny_tiled_kernel<W, 1><<<blocks, threads, 0, stream>>>(x, weights, T, K, N, y);
+  } else if (T <= 4) {
+    skinny_tiled_kernel<W, 4><<<blocks, threads, 0, stream>>>(x, weights, T, K, N, y);
+  } else {
+    skinny_tiled_kernel<W, 16><<<blocks, threads, 0, stream>>>(x, weights, T, K, N, y);
+  }
+  TANDEM_CUDA_CHECK_LAUNCH();
+}
+
+}  // namespace
+
+void skinny_matmul_tiled(const float* x, WeightView w, int T, int K, int N, float* y,
+                         cudaStream_t stream) {
+  if (T == 0 || N == 0) return;
+  switch (w.dtype) {
+    case Dtype::f32: return launch<float>(x, w.data, T, K, N, y, stream);
+    case Dtype::bf16: return launch<__nv_bfloat16>(x, w.data, T, K, N, y, stream);
+    case Dtype::f16: return launch<__half>(x, w.data, T, K, N, y, stream);
+  }
+}
+
+}  // namespace tandem::cuda
