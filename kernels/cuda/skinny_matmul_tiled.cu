@@ -35,18 +35,19 @@
 namespace tandem::cuda {
 namespace {
 
-constexpr int kCols = 4;                               // output columns per warp
-constexpr int kWarpsPerBlock = 8;                      // so 32 columns per block
-constexpr int kGroupsPerLane = 2;                      // 8-element groups per lane per chunk
-constexpr int kChunk = kWarp * 8 * kGroupsPerLane;     // 512 elements of k per chunk
+constexpr int kCols = 4;                            // output columns per warp
+constexpr int kMaxWarpsPerBlock = 8;                // so up to 32 columns per block
+constexpr int kGroupsPerLane = 2;                   // 8-element groups per lane per chunk
+constexpr int kChunk = kWarp * 8 * kGroupsPerLane;  // 512 elements of k per chunk
+constexpr int kMinBlocks = 256;                     // about two per SM on an H100 or H200
 
 template <typename W, int kRowsMax>
-__global__ void __launch_bounds__(kWarpsPerBlock* kWarp)
+__global__ void __launch_bounds__(kMaxWarpsPerBlock* kWarp)
     skinny_tiled_kernel(const float* __restrict__ x, const W* __restrict__ w, int T, int K, int N,
                         float* __restrict__ y) {
   __shared__ __align__(16) float x_tile[kRowsMax][kChunk];
   const int lane = threadIdx.x % kWarp;
-  const int n0 = (blockIdx.x * kWarpsPerBlock + threadIdx.x / kWarp) * kCols;
+  const int n0 = (blockIdx.x * (blockDim.x / kWarp) + threadIdx.x / kWarp) * kCols;
   // Every warp takes part in staging and in the barriers, even one whose
   // columns are all past N.
   for (int t0 = 0; t0 < T; t0 += kRowsMax) {
@@ -75,7 +76,7 @@ __global__ void __launch_bounds__(kWarpsPerBlock* kWarp)
       }
       __syncthreads();  // every warp is done with the last chunk's x
       const int quads = width / 4;
-      for (int i = threadIdx.x; i < rows * quads; i += kWarpsPerBlock * kWarp) {
+      for (int i = threadIdx.x; i < rows * quads; i += blockDim.x) {
         const int r = i / quads, q = i % quads;
         reinterpret_cast<float4*>(x_tile[r])[q] =
             reinterpret_cast<const float4*>(x + static_cast<size_t>(t0 + r) * K + k0)[q];
@@ -112,8 +113,14 @@ __global__ void __launch_bounds__(kWarpsPerBlock* kWarp)
 
 template <typename W>
 void launch(const float* x, const void* w, int T, int K, int N, float* y, cudaStream_t stream) {
-  const int blocks = (N + kWarpsPerBlock * kCols - 1) / (kWarpsPerBlock * kCols);
-  const int threads = kWarpsPerBlock * kWarp;
+  // Fewer warps per block where N is small (the k and v projections, a
+  // small draft), so that the grid still covers every SM: at T = 1 the
+  // bytes in flight, not x's reuse, set the speed. The sums do not depend
+  // on it.
+  int warps = kMaxWarpsPerBlock;
+  while (warps > 1 && (N + warps * kCols - 1) / (warps * kCols) < kMinBlocks) warps /= 2;
+  const int blocks = (N + warps * kCols - 1) / (warps * kCols);
+  const int threads = warps * kWarp;
   const W* weights = static_cast<const W*>(w);
   // Rows per pass over w: as few as the step has, so that a decode step
   // (T = 1) keeps few registers and a small tile; the sums do not depend on it.

@@ -235,14 +235,17 @@ TEST_F(ModelOpsTwin, BatchInvariantMatmulHoldsAtAnyRowCount) {
 // 520: lanes without a second group, a short last chunk), a multiple of 8
 // that is not of the chunk (1,544) and a model's width (4,096); N below,
 // at and past a block's 32 columns; T at 1, at and past the 4- and 16-row
-// tiles, and at 64; K = 1,000 (not a multiple of 8) falls back to
-// skinny_matmul.
+// tiles, and at 64; blocks of 1 to 8 warps; K = 1,000 (not a multiple of 8)
+// falls back to skinny_matmul.
 struct SkinnyShape {
   int T, K, N;
 };
-const SkinnyShape kSkinnyShapes[] = {{1, 8, 5},      {1, 264, 33},   {1, 4096, 64},  {2, 520, 31},
-                         {3, 1544, 32},  {4, 264, 1},    {5, 1024, 333}, {16, 520, 40},
-                         {17, 1544, 65}, {33, 4096, 96}, {64, 1024, 33}, {5, 1000, 33}};
+const SkinnyShape kSkinnyShapes[] = {
+    {1, 8, 5},      {1, 264, 33},  {1, 4096, 64},    {2, 520, 31},   {3, 1544, 32},
+    {4, 264, 1},    {5, 1024, 333}, {16, 520, 40},   {17, 1544, 65}, {33, 4096, 96},
+    {64, 1024, 33}, {5, 1000, 33},
+    // Blocks of 2, 4 and 8 warps (N sets them), the last block partly past N.
+    {5, 1024, 2050}, {1, 4096, 4100}, {17, 520, 8200}};
 
 // One matmul on `backend`; y as the host sees it.
 std::vector<float> run_matmul(Backend& backend, const std::vector<float>& x,
