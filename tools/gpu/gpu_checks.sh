@@ -190,19 +190,17 @@ bench_stage() {
   fi
 }
 
-# A server's /ready: 0 once it says ready, 1 while it loads (or has not
-# said its port yet), 2 once its process (pid $2) has ended.
+# The port a server started with --port 0 says it listens on (empty until it has).
+server_port() {
+  sed -n 's|.*listening on http://127.0.0.1:\([0-9]*\).*|\1|p' "$1" | head -n 1
+}
+
+# 0 once the server logging to $1 says it is ready (its models loaded), 1
+# while it loads, 2 once its process (pid $2) has ended.
 server_ready() {
-  local log=$1 pid=$2 port
+  local log=$1 pid=$2
   kill -0 "$pid" 2>/dev/null || return 2
-  port=$(sed -n 's|.*listening on http://127.0.0.1:\([0-9]*\).*|\1|p' "$log" | head -n 1)
-  [[ -n $port ]] || return 1
-  python3 -c 'import sys, urllib.request
-try:
-    body = urllib.request.urlopen(sys.argv[1], timeout=5).read().decode()
-except Exception:
-    sys.exit(1)
-sys.exit(0 if "\"ready\"" in body else 1)' "http://127.0.0.1:$port/ready"
+  grep -q 'tandem: ready' "$log" && [[ -n $(server_port "$log") ]]
 }
 
 # serve_stage NAME: the embedded default deployment (the tiny pair) with
@@ -239,7 +237,7 @@ serve_stage() {
     return
   fi
   local port
-  port=$(sed -n 's|.*listening on http://127.0.0.1:\([0-9]*\).*|\1|p' "$server_log" | head -n 1)
+  port=$(server_port "$server_log")
   echo "\$ tandem-loadtest (server: configs/local.yaml with backend: $backend)" >>"$logs/$name.log"
   bounded "$name" 300 "$build/tandem-loadtest" --url "http://127.0.0.1:$port/v1/completions" \
     --concurrency 1,8,16 --requests "$requests" --input-words 32 --output-tokens 64 --seed 1 \
