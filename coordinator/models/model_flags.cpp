@@ -68,9 +68,9 @@ void add_model_flags(cli::Command& command, ModelFlags& flags) {
       .type_name("auto|bf16|fp16|fp32");
   add_value(command, "--threads", flags.threads,
             "the CPU kernels' threads; 0: one per CPU this process may run on");
-  cli::add_switch(command, "--tiled-skinny-matmul", flags.tiled_skinny_matmul,
-                  "cuda: matmuls of up to 64 rows on the tiled variant of the batch-invariant "
-                  "kernel (the same sums bit for bit; not yet the default)");
+  cli::add_switch(command, "--untiled-skinny-matmul", flags.untiled_skinny_matmul,
+                  "cuda: matmuls of up to 64 rows on the untiled batch-invariant kernel (the "
+                  "same sums as the default tiled one bit for bit, slower), for comparison");
 }
 
 OpenModel open_model(const ModelFlags& flags, const TensorShard& shard) {
@@ -85,9 +85,9 @@ OpenModel open_model(const ModelFlags& flags, const TensorShard& shard) {
   cpu::configure_threads(flags.threads, cpu::Pinning::none);
   OpenModel open;
   open.backend = open_backend(flags);
-  require(!flags.tiled_skinny_matmul || open.backend->kind() == BackendKind::cuda,
-          ErrorKind::invalid_argument, "--tiled-skinny-matmul needs --backend cuda");
-  open.backend->set_tiled_skinny_matmul(flags.tiled_skinny_matmul);
+  require(!flags.untiled_skinny_matmul || open.backend->kind() == BackendKind::cuda,
+          ErrorKind::invalid_argument, "--untiled-skinny-matmul needs --backend cuda");
+  open.backend->set_tiled_skinny_matmul(!flags.untiled_skinny_matmul);
   open.target = load(dummy ? flags.dummy : flags.model, dummy, flags, *open.backend, shard);
   if (!flags.draft.empty() || !flags.dummy_draft.empty()) {
     const bool dummy_draft = !flags.dummy_draft.empty();

@@ -27,7 +27,7 @@ struct ModelFlags {
   int device = 0;
   std::string weight_dtype;  // "" or "auto": coordinator/models/weight_dtype.h
   int threads = 0;           // the CPU kernels' threads; 0: the CPUs this process may run on
-  bool tiled_skinny_matmul = false;  // --tiled-skinny-matmul (cuda): Backend::set_tiled_skinny_matmul
+  bool untiled_skinny_matmul = false;  // --untiled-skinny-matmul (cuda): Backend::set_tiled_skinny_matmul(false)
 };
 
 // Registers the flags above on a command, writing into flags.

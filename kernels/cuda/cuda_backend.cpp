@@ -150,7 +150,8 @@ class CudaBackend final : public Backend {
               float* y) override {
     use_device();
     if (T <= cuda::kMaxInvariantRows || batch_invariant_) {
-      if (tiled_skinny_ && cuda::skinny_matmul_tiled_fits(x, w, Kin)) {
+      if (tiled_skinny_ && cuda::skinny_matmul_tiled_fits(x, w, Kin) &&
+          cuda::skinny_matmul_tiled_pays(T, N)) {
         launch(&cuda::skinny_matmul_tiled, x, w, T, Kin, N, y);
       } else {
         launch(&cuda::skinny_matmul, x, w, T, Kin, N, y);
@@ -475,7 +476,7 @@ class CudaBackend final : public Backend {
   int device_;
   Dtype weight_dtype_;
   bool batch_invariant_ = false;  // skinny_matmul at every row count, not cuBLAS above 64
-  bool tiled_skinny_ = false;     // skinny_matmul_tiled where skinny_matmul would run
+  bool tiled_skinny_ = true;   // skinny_matmul_tiled where it fits, else skinny_matmul
   SliceArrays slice_arrays_;
   cudaStream_t stream_ = nullptr;
   cublasHandle_t cublas_ = nullptr;

@@ -60,13 +60,21 @@ inline constexpr int kMaxInvariantRows = 64;
 void skinny_matmul(const float* x, WeightView w, int T, int K, int N, float* y,
                    cudaStream_t stream);
 // skinny_matmul_tiled.cu: the same result bit for bit, several columns per
-// warp and x shared through shared memory, where skinny_matmul_tiled_fits
-// (K % 8 == 0, x and w 16-byte aligned); chosen by
-// Backend::set_tiled_skinny_matmul(true), not yet by default (see the file).
+// warp and x shared through shared memory. The backend runs it where it
+// fits (K % 8 == 0, x and w 16-byte aligned) and pays, unless
+// Backend::set_tiled_skinny_matmul(false) keeps skinny_matmul everywhere.
 inline bool skinny_matmul_tiled_fits(const float* x, WeightView w, int K) {
   return K % 8 == 0 && reinterpret_cast<uintptr_t>(w.data) % 16 == 0 &&
          reinterpret_cast<uintptr_t>(x) % 16 == 0;
 }
+// Where it pays, as measured on an H200: an 8B model's matmuls, 1,024
+// columns wide and up, ran 1.5-2x as fast on it at 1 to 64 rows. Narrower
+// ones get fewer than 256 one-warp blocks from its four columns a warp, a
+// quarter of skinny_matmul's warps: the tiny pair (32 to 688 wide, but
+// its 4,096-token heads) decoded 7% faster with it at one row, but served
+// 20-27% fewer tokens/s at concurrency 8 and 16.
+inline constexpr int kTiledMinColumns = 1024;
+constexpr bool skinny_matmul_tiled_pays(int T, int N) { return T == 1 || N >= kTiledMinColumns; }
 void skinny_matmul_tiled(const float* x, WeightView w, int T, int K, int N, float* y,
                          cudaStream_t stream);
 

@@ -17,11 +17,13 @@
 // chunk holds kChunk / 8 = 64 consecutive groups, lane l's being l and
 // l + 32, and chunks go in increasing k, so lane l still meets its groups
 // in increasing g. Needs K % 8 == 0 and 16-byte aligned x and w
-// (skinny_matmul_tiled_fits, the vector path's condition).
-// Not yet the backend's default: written without a GPU at hand, it has not
-// run yet. The twins compare it with skinny_matmul bit for bit and with the
-// CPU, and `tandem-bench forward --backend cuda` times decoding on both;
-// Backend::set_tiled_skinny_matmul(true) selects it.
+// (skinny_matmul_tiled_fits, the vector path's condition). The backend
+// also asks skinny_matmul_tiled_pays: where it is faster than skinny_matmul.
+// The backend's default since its first GPU run (an H200): the twins found
+// it equal to skinny_matmul bit for bit and to the CPU within tolerance, and
+// decoding the 8B shape at batch 1 ran 1.98x as fast. `tandem-bench forward
+// --backend cuda` times both side by side; --untiled-skinny-matmul (or
+// Backend::set_tiled_skinny_matmul(false)) runs skinny_matmul instead.
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 
@@ -39,7 +41,7 @@ constexpr int kCols = 4;                            // output columns per warp
 constexpr int kMaxWarpsPerBlock = 8;                // so up to 32 columns per block
 constexpr int kGroupsPerLane = 2;                   // 8-element groups per lane per chunk
 constexpr int kChunk = kWarp * 8 * kGroupsPerLane;  // 512 elements of k per chunk
-constexpr int kMinBlocks = 256;                     // about two per SM on an H100 or H200
+constexpr int kMinBlocks = kTiledMinColumns / kCols;  // 256: about two per SM on an H100 or H200
 
 template <typename W, int kRowsMax>
 __global__ void __launch_bounds__(kMaxWarpsPerBlock* kWarp)

@@ -19,7 +19,7 @@
 #   engine          the speculative engine on the GPU         (ctest -L gpu_engine)
 #   server N        part N of 3 of the server suite on the GPU (ctest -L gpu_server)
 #   bench_forward, bench_steps, bench_batching   one GPU benchmark each
-#   bench_steps_tiled  bench_steps on the tiled batch-invariant matmul
+#   bench_steps_untiled  bench_steps on the untiled batch-invariant matmul
 #   bench_serve     speculation on vs off through the server on the GPU
 #   summary [DIR..] every stage's verdict, and what the GPU's numbers were
 #                   compared with (DIRs: logs fetched from several calls)
@@ -325,9 +325,9 @@ case $stage in
   bench_steps)
     bench_stage bench_steps steps --backend cuda --dummy "$target" --dummy-draft "$draft"
     ;;
-  bench_steps_tiled)
-    bench_stage bench_steps_tiled steps --backend cuda --dummy "$target" --dummy-draft "$draft" \
-      --tiled-skinny-matmul
+  bench_steps_untiled)
+    bench_stage bench_steps_untiled steps --backend cuda --dummy "$target" --dummy-draft "$draft" \
+      --untiled-skinny-matmul
     ;;
   bench_batching)
     # Batching serves real prompts, so it needs checkpoints with a tokenizer:

@@ -23,7 +23,7 @@ import sys
 # The order of a full run (docs/gpu.md, section 8).
 STAGES = ["unpack", "configure", "build", "twins", "memcheck", "racecheck", "reference",
           "graphs", "engine", "server_1", "server_2", "server_3",
-          "bench_forward", "bench_steps", "bench_steps_tiled", "bench_batching",
+          "bench_forward", "bench_steps", "bench_steps_untiled", "bench_batching",
           "bench_serve"]
 
 # What a GPU test compares the device's numbers with, from its name. A GPU

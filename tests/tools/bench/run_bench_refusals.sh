@@ -1,6 +1,6 @@
 #!/bin/bash
 # `tandem-bench` refuses, before loading anything, a flag that cannot apply:
-# --tiled-skinny-matmul (a CUDA kernel) with the CPU backend. The error
+# --untiled-skinny-matmul (a CUDA kernel) with the CPU backend. The error
 # names the flag and the exit status is not 0.
 # usage: run_bench_refusals.sh TANDEM_BENCH SOURCE_DIR
 set -uo pipefail
@@ -9,11 +9,11 @@ cd "$source"
 fail() { echo "FAIL: $1"; exit 1; }
 
 for suite in forward steps; do
-  output=$("$bench" "$suite" --model models/tiny/target --tiled-skinny-matmul 2>&1)
+  output=$("$bench" "$suite" --model models/tiny/target --untiled-skinny-matmul 2>&1)
   status=$?
   echo "$output"
-  [ $status -ne 0 ] || fail "$suite accepted --tiled-skinny-matmul on the CPU backend"
-  grep -q -- "--tiled-skinny-matmul needs --backend cuda" <<< "$output" ||
+  [ $status -ne 0 ] || fail "$suite accepted --untiled-skinny-matmul on the CPU backend"
+  grep -q -- "--untiled-skinny-matmul needs --backend cuda" <<< "$output" ||
     fail "$suite's error does not name the flag"
 done
 echo "bench refusals: OK"
