@@ -130,6 +130,10 @@ void launch(const float* x, const void* w, int T, int K, int N, float* y, cudaSt
     skinny_tiled_kernel<W, 1><<<blocks, threads, 0, stream>>>(x, weights, T, K, N, y);
   } else if (T <= 4) {
     skinny_tiled_kernel<W, 4><<<blocks, threads, 0, stream>>>(x, weights, T, K, N, y);
+  } else if (T <= 8) {
+    // A verification step of γ = 4 to 7 at batch 1: the 16-row tile's 196
+    // registers and 32 KiB would leave half as many warps on each SM.
+    skinny_tiled_kernel<W, 8><<<blocks, threads, 0, stream>>>(x, weights, T, K, N, y);
   } else {
     skinny_tiled_kernel<W, 16><<<blocks, threads, 0, stream>>>(x, weights, T, K, N, y);
   }

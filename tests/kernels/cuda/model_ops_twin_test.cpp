@@ -237,7 +237,7 @@ TEST_F(ModelOpsTwin, BatchInvariantMatmulHoldsAtAnyRowCount) {
 // that is not of the chunk (1,544) and a model's width (4,096); N at
 // kTiledMinColumns (the backend runs skinny_matmul below it, but for one
 // row) and past it by 1 to 3 columns of a warp's 4, and at one row below
-// a block's 32 columns; T at 1, at and past the 4- and 16-row tiles, and
+// a block's 32 columns; T at 1, at and past the 4-, 8- and 16-row tiles, and
 // at 64; blocks of 1 to 8 warps; K = 1,000 (not a multiple of 8) falls
 // back to skinny_matmul.
 struct SkinnyShape {
@@ -247,7 +247,7 @@ constexpr SkinnyShape kSkinnyShapes[] = {
     {1, 8, 5},      {1, 264, 33},    {1, 4096, 64},
     {1, 8, 1024},   {1, 264, 1025},  {1, 4096, 1024},  {2, 520, 1031},  {3, 1544, 1024},
     {4, 264, 1026}, {5, 1024, 1101}, {16, 520, 1040},  {17, 1544, 1065}, {33, 4096, 1027},
-    {64, 1024, 1057}, {5, 1000, 1057},
+    {64, 1024, 1057}, {8, 1544, 1030}, {9, 264, 1024}, {5, 1000, 1057},
     // Blocks of 2, 4 and 8 warps (N sets them), the last block partly past N.
     {5, 1024, 2050}, {1, 4096, 4100}, {17, 520, 8200}};
 
@@ -306,9 +306,10 @@ TEST(SkinnyTiledSelfCheck, EqualsTheSkinnyKernelBitForBit) {
 TEST(SkinnyTiledSelfCheck, EachRowAloneEqualsItsRowInTheBatch) {
   TANDEM_SKIP_WITHOUT_CUDA_DEVICE();
   // The batch invariance decoding relies on, directly: 64 rows (four
-  // 16-row tiles), 1 row (the T = 1 tile) and 3 (the 4-row tile). Where N
-  // is below kTiledMinColumns, the one row runs on the tiled kernel and the
-  // 3 and 64 rows on skinny_matmul, so the two must agree there too.
+  // 16-row tiles), 1 row (the T = 1 tile), 3 (the 4-row tile) and 6 (the
+  // 8-row tile). Where N is below kTiledMinColumns, the one row runs on
+  // the tiled kernel and the others on skinny_matmul, so the two must
+  // agree there too.
   auto gpu = testing::cuda_backend(Dtype::bf16);
   gpu->set_tiled_skinny_matmul(true);
   const int K = 1544, T = 64;
@@ -316,11 +317,11 @@ TEST(SkinnyTiledSelfCheck, EachRowAloneEqualsItsRowInTheBatch) {
     const auto x = random_normal(static_cast<size_t>(T) * K, 40);
     const auto w = random_normal(static_cast<size_t>(N) * K, 41, 0.05f);
     Buffer gx = to_backend(*gpu, x), gw = gpu->upload_weights(w);
-    Buffer all = gpu->allocate(static_cast<size_t>(T) * N), few = gpu->allocate(3 * N);
+    Buffer all = gpu->allocate(static_cast<size_t>(T) * N), few = gpu->allocate(6 * N);
     gpu->matmul(gx.data(), gw.view(), nullptr, T, K, N, all.data());
     const auto batched = to_host(*gpu, all.data(), static_cast<size_t>(T) * N);
-    for (int t : {0, 15, 16, 17, 61}) {
-      for (int rows : {1, 3}) {
+    for (int t : {0, 15, 16, 17, 58}) {
+      for (int rows : {1, 3, 6}) {
         gpu->matmul(gx.data() + static_cast<size_t>(t) * K, gw.view(), nullptr, rows, K, N,
                     few.data());
         const auto alone = to_host(*gpu, few.data(), static_cast<size_t>(rows) * N);
