@@ -23,6 +23,11 @@
 #   bench_serve     speculation on vs off through the server on the GPU
 #   summary [DIR..] every stage's verdict, and what the GPU's numbers were
 #                   compared with (DIRs: logs fetched from several calls)
+#   all [SECONDS]   after prepare: every stage above in one call, the GPU's
+#                   numbers first, bench_serve with the time left, summary;
+#                   then $OUT holds verdicts.txt, summary.txt and the whole
+#                   logs folder as logs.tgz (a call hands back 8 files).
+#                   SECONDS sets TANDEM_DEADLINE where it is not set.
 #
 # Each stage writes STAGE.log and its verdict, one line, into verdicts.txt
 # in build-gpu/logs (kept while the machine is), copies both into $OUT
@@ -336,6 +341,35 @@ case $stage in
       --draft models/tiny/draft --batches 1,8,32
     ;;
   bench_serve) serve_stage bench_serve ;;
+  all)
+    if [[ -z ${TANDEM_DEADLINE:-} && -n ${2:-} ]]; then
+      export TANDEM_DEADLINE=$(($(date +%s) + $2))
+    fi
+    # The GPU's numbers against the CPU and NumPy, and the benchmarks that
+    # time its kernels, before the slower sanitizers and the server; each
+    # stage bounds itself by TANDEM_DEADLINE ("not started" once it has
+    # passed).
+    for each in twins bench_forward bench_steps bench_steps_untiled memcheck reference engine \
+      graphs "server 1" "server 2" "server 3" bench_batching racecheck; do
+      # shellcheck disable=SC2086  # "server 1" is a stage and its argument
+      "$self" $each
+    done
+    # bench_serve's 3 x 4 x 2 runs of 128 requests take about 50 s on an
+    # H200; with less time left, fewer requests, and none below 90 s.
+    left=$((${TANDEM_DEADLINE:-$(($(date +%s) + 3600))} - $(date +%s)))
+    if ((left > 90)); then
+      ((left < 200)) && export TANDEM_SERVE_REQUESTS=48
+      "$self" bench_serve
+    else
+      echo "bench_serve: not started, $left s left before TANDEM_DEADLINE"
+    fi
+    "$self" summary
+    if [[ -n ${OUT:-} ]]; then
+      rm -f "$OUT"/*.log
+      tar czf "$OUT/logs.tgz" -C "$build" logs
+      ls "$OUT"
+    fi
+    ;;
   summary)
     shift
     [[ $# -gt 0 ]] || set -- "$logs"
