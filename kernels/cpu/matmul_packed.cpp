@@ -88,7 +88,9 @@ void pack_w(const WeightRows& w, int Kin, int N, int n, int steps, std::vector<f
   if (w.f32 && cols == kTileCols) {
     for (int c = 0; c < cols; ++c) rows[c] = w.f32 + static_cast<size_t>(n + c) * Kin;
   } else {
-    wide.assign(static_cast<size_t>(kTileCols) * Kin, 0.0f);  // rows past N stay zero
+    wide.resize(static_cast<size_t>(kTileCols) * Kin);
+    // Rows past N are zero; the others are written whole below.
+    std::fill(wide.begin() + static_cast<std::ptrdiff_t>(cols) * Kin, wide.end(), 0.0f);
     for (int c = 0; c < kTileCols; ++c) rows[c] = wide.data() + static_cast<size_t>(c) * Kin;
     for (int c = 0; c < cols; ++c) {
       const size_t offset = static_cast<size_t>(n + c) * Kin;
