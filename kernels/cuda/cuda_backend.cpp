@@ -476,7 +476,7 @@ class CudaBackend final : public Backend {
   int device_;
   Dtype weight_dtype_;
   bool batch_invariant_ = false;  // skinny_matmul at every row count, not cuBLAS above 64
-  bool tiled_skinny_ = true;   // skinny_matmul_tiled where it fits, else skinny_matmul
+  bool tiled_skinny_ = true;   // skinny_matmul_tiled where it fits and pays, else skinny_matmul
   SliceArrays slice_arrays_;
   cudaStream_t stream_ = nullptr;
   cublasHandle_t cublas_ = nullptr;
