@@ -11,7 +11,7 @@
 #     is left out, and the summary says NOT RUN for it.
 # usage: run_all_stage.sh TANDEM TANDEM_BENCH TANDEM_LOADTEST SOURCE_DIR
 set -euo pipefail
-tandem=$(realpath "$1") bench=$(realpath "$2") loadtest=$(realpath "$3") source=$4
+source=$4
 work=$(mktemp -d)
 trap 'pkill -f "$work/" 2>/dev/null || true; rm -rf "$work"' EXIT
 fail() { echo "FAIL: $1"; exit 1; }
@@ -21,22 +21,19 @@ if command -v nvidia-smi >/dev/null && nvidia-smi -L >/dev/null 2>&1; then
   exit 0
 fi
 
-# A build folder that prepare has made, as far as the stages can tell.
+# shellcheck source=tests/tools/gpu/stage_build.sh
+source "$(dirname "$0")/stage_build.sh"
 fresh_build() {
-  rm -rf "$work/build" "$work/out"
-  mkdir -p "$work/build/logs" "$work/bundle" "$work/out"
-  echo "build: OK, made by the stage's test" >"$work/build/logs/verdicts.txt"
-  : >"$work/bundle/env.sh"
-  ln -s "$tandem" "$work/build/tandem"
-  ln -s "$bench" "$work/build/tandem-bench"
-  ln -s "$loadtest" "$work/build/tandem-loadtest"
+  stage_build "$work" "$1" "$2" "$3"
+  rm -rf "$work/out"
+  mkdir -p "$work/out"
 }
-export TANDEM_GPU_BUILD=$work/build TANDEM_BUNDLE=$work/bundle OUT=$work/out
+export OUT=$work/out
 checks=$source/tools/gpu/gpu_checks.sh
 stages=(twins bench_forward bench_steps bench_steps_untiled memcheck reference engine graphs
   server_1 server_2 server_3 bench_batching racecheck bench_serve)
 
-fresh_build
+fresh_build "$1" "$2" "$3"
 out=$("$checks" all 600) || true
 echo "$out"
 verdicts=$work/build/logs/verdicts.txt
@@ -55,7 +52,7 @@ done
 grep -qx "logs/summary.txt" <<<"$listing" || fail "logs.tgz lacks logs/summary.txt"
 cmp -s "$OUT/verdicts.txt" "$verdicts" || fail "\$OUT/verdicts.txt is not the last verdicts"
 
-fresh_build
+fresh_build "$1" "$2" "$3"
 out=$(TANDEM_DEADLINE=$(date +%s) "$checks" all) || true
 echo "$out"
 # (Where compute-sanitizer is missing, the sanitizers say so first.)

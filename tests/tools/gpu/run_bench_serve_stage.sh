@@ -11,15 +11,12 @@
 # Either way the server is gone when the stage returns.
 # usage: run_bench_serve_stage.sh TANDEM TANDEM_LOADTEST SOURCE_DIR
 set -euo pipefail
-tandem=$(realpath "$1") loadtest=$(realpath "$2") source=$3
+source=$3
 work=$(mktemp -d)
 trap 'pkill -f "$work/" 2>/dev/null || true; rm -rf "$work"' EXIT
-mkdir -p "$work/build/logs" "$work/bundle"
-echo "build: OK, made by the stage's test" >"$work/build/logs/verdicts.txt"
-: >"$work/bundle/env.sh"
-ln -s "$tandem" "$work/build/tandem"
-ln -s "$loadtest" "$work/build/tandem-loadtest"
-export TANDEM_GPU_BUILD=$work/build TANDEM_BUNDLE=$work/bundle
+# shellcheck source=tests/tools/gpu/stage_build.sh
+source "$(dirname "$0")/stage_build.sh"
+stage_build "$work" "$1" "$2"
 checks=$source/tools/gpu/gpu_checks.sh
 
 no_server_left() {
